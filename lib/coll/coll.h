@@ -1,0 +1,105 @@
+/* Collectives as schedule builders. Each algorithm family lives in its own
+ * file (ring.c, tree.c, pairwise.c, dissemination.c, ...) and exposes
+ * functions of one shape: fill a schedule for one rank from xc_coll_args_t.
+ *
+ * Buffer contract, per collective (counts in elements, "block" = count
+ * elements; in_place normalised by the API layer):
+ *   allreduce       SEND count, RECV count.   in_place: input in RECV, SEND unused.
+ *   bcast           RECV count on every rank (root's holds the data).
+ *   reduce          SEND count; RECV count on root only (NULL elsewhere:
+ *                   never touch it off-root). in_place (root): input in RECV.
+ *   allgather       SEND count, RECV size blocks. in_place: own block
+ *                   already at RECV block rank, SEND unused.
+ *   reduce_scatter  SEND size blocks, RECV count. in_place: input is RECV
+ *                   (size blocks) and the result must end in RECV block
+ *                   rank (NCCL layout; the API layer moves it for MPI's).
+ *   alltoall        SEND size blocks, RECV size blocks. in_place: input in RECV.
+ *   gather          SEND count; RECV size blocks on root only. in_place
+ *                   (root): own block already at RECV block root.
+ *   scatter         SEND size blocks on root only; RECV count. in_place
+ *                   (root): root keeps its block in SEND, RECV unused.
+ *   barrier         no buffers.
+ * A builder returns XCOLL_OK, XCOLL_ERR_UNSUPPORTED to decline a case it
+ * cannot serve (the selector then tries the next candidate), or the
+ * schedule's error. */
+#ifndef XC_COLL_H
+#define XC_COLL_H
+
+#include "../core/sched.h"
+
+typedef enum {
+    XC_COLL_ALLREDUCE = 0,
+    XC_COLL_BCAST,
+    XC_COLL_REDUCE,
+    XC_COLL_ALLGATHER,
+    XC_COLL_REDUCE_SCATTER,
+    XC_COLL_ALLTOALL,
+    XC_COLL_GATHER,
+    XC_COLL_SCATTER,
+    XC_COLL_BARRIER,
+    XC_COLL_COUNT
+} xc_coll_t;
+
+typedef struct {
+    xc_coll_t coll;
+    int rank, size;
+    size_t count;        /* elements, per the contract above */
+    xcoll_dtype_t dtype;
+    xcoll_op_t op;       /* reductions only */
+    int root;            /* rooted collectives only */
+    int in_place;
+} xc_coll_args_t;
+
+typedef xcoll_status_t (*xc_build_fn)(xc_sched_t *s, const xc_coll_args_t *a);
+
+typedef struct {
+    const char *name;    /* as written in logs and tuning strings */
+    xc_coll_t coll;
+    xc_build_fn build;
+} xc_algo_t;
+
+const char *xc_coll_name(xc_coll_t coll);
+
+/* Ring peers are pure functions of rank and size. */
+static inline int xc_ring_next(int rank, int size) { return (rank + 1) % size; }
+static inline int xc_ring_prev(int rank, int size) { return (rank + size - 1) % size; }
+
+/* Block b of n blocks over count elements: the first count % n blocks get
+ * one extra element, so any count splits over any rank count. */
+static inline size_t xc_block_count(size_t count, int n, int b)
+{
+    return count / (size_t)n + ((size_t)b < count % (size_t)n ? 1 : 0);
+}
+static inline size_t xc_block_offset(size_t count, int n, int b)
+{
+    size_t r = count % (size_t)n;
+    return (size_t)b * (count / (size_t)n) + ((size_t)b < r ? (size_t)b : r);
+}
+
+/* ring.c */
+xcoll_status_t ring_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t ring_allgather_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t ring_reduce_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* tree.c: binomial trees */
+xcoll_status_t binomial_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t binomial_reduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t binomial_gather_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t binomial_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* linear.c */
+xcoll_status_t linear_gather_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t linear_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* pairwise.c */
+xcoll_status_t pairwise_alltoall_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* dissemination.c */
+xcoll_status_t dissemination_barrier_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+
+/* select.c: every algorithm, and the choice for one call. */
+extern const xc_algo_t xc_algorithms[];
+extern const size_t xc_num_algorithms;
+const xc_algo_t *xc_algo_find(xc_coll_t coll, const char *name);
+
+/* Builds the schedule for one call with the first algorithm that accepts
+ * it; *s is initialised here and s->algo names the algorithm. */
+xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a);
+
+#endif

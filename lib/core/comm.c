@@ -1,0 +1,240 @@
+/* Communicator lifetime, the registry that makes a destroyed handle
+ * detectable, and the per-communicator schedule cache. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "log.h"
+#include "tag.h"
+
+/* Every live communicator. A handle not on this list was destroyed (or
+ * never created), so a call with it is refused instead of touching freed
+ * memory. */
+static struct xcoll_comm_s *live_comms;
+/* The next communicator id this process may take; see xcoll_comm_create. */
+static uint32_t next_comm_id = 1;
+
+xcoll_status_t xc_comm_check(xcoll_comm_t comm, const char *what)
+{
+    struct xcoll_comm_s *c;
+    if (comm == NULL) {
+        xc_error("%s: communicator is NULL", what);
+        return XCOLL_ERR_INVALID_COMM;
+    }
+    for (c = live_comms; c != NULL; c = c->next_live)
+        if (c == comm)
+            break;
+    if (c == NULL) {
+        xc_error("%s: communicator %p was destroyed or never created", what, (void *)comm);
+        return XCOLL_ERR_INVALID_COMM;
+    }
+    if (comm->failed) {
+        xc_error("%s: communicator %u failed in an earlier collective; destroy it", what,
+                 comm->id);
+        return XCOLL_ERR_COMM_FAILED;
+    }
+    return XCOLL_OK;
+}
+
+/* What each rank contributes to the creation allgather: enough to agree on
+ * an id and to catch a bootstrap whose ranks disagree. */
+typedef struct {
+    uint32_t next_id;
+    int32_t rank;
+    int32_t size;
+} xc_hello_t;
+
+xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_config_t *cfg,
+                                 xcoll_comm_t *out)
+{
+    xcoll_config_t defaults;
+    struct xcoll_comm_s *comm;
+    xc_hello_t me, *all;
+    xcoll_status_t rc;
+    uint32_t id = 0;
+    int i;
+
+    xc_log_init();
+    if (out == NULL) {
+        xc_error("xcoll_comm_create: comm (the output) is NULL");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    *out = NULL;
+    if (boot == NULL || boot->allgather == NULL) {
+        xc_error("xcoll_comm_create: bootstrap or its allgather callback is NULL");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    if (boot->size < 1 || (uint32_t)boot->size > XC_MAX_RANKS || boot->rank < 0 ||
+        boot->rank >= boot->size) {
+        xc_error("xcoll_comm_create: rank %d of size %d is invalid (1 <= size <= %u)", boot->rank,
+                 boot->size, XC_MAX_RANKS);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    if (cfg == NULL) {
+        if ((rc = xcoll_config_init(&defaults)) != XCOLL_OK)
+            return rc;
+        cfg = &defaults;
+    }
+    if (!(cfg->timeout_s >= 0)) {
+        xc_error("xcoll_comm_create: timeout_s %g is negative", cfg->timeout_s);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    xc_log_set_rank(boot->rank);
+
+    all = calloc((size_t)boot->size, sizeof(*all));
+    if (all == NULL) {
+        xc_error("xcoll_comm_create: out of memory for %d ranks", boot->size);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    me.next_id = next_comm_id;
+    me.rank = boot->rank;
+    me.size = boot->size;
+    if (boot->allgather(&me, all, sizeof(me), boot->ctx) != 0) {
+        xc_error("xcoll_comm_create: the bootstrap allgather failed");
+        free(all);
+        return XCOLL_ERR_BOOTSTRAP;
+    }
+    /* The largest "next free id" of the members is free on all of them, so
+     * two communicators that share a process never share an id. */
+    for (i = 0; i < boot->size; i++) {
+        if (all[i].rank != i || all[i].size != boot->size) {
+            xc_error("xcoll_comm_create: bootstrap slot %d holds rank %d of size %d; "
+                     "expected rank %d of size %d (is the allgather in rank order?)",
+                     i, all[i].rank, all[i].size, i, boot->size);
+            free(all);
+            return XCOLL_ERR_BOOTSTRAP;
+        }
+        if (all[i].next_id > id)
+            id = all[i].next_id;
+    }
+    free(all);
+    if (id > XC_MAX_COMM_ID) {
+        xc_error("xcoll_comm_create: communicator ids exhausted (%u created)", XC_MAX_COMM_ID);
+        return XCOLL_ERR_UNSUPPORTED;
+    }
+    next_comm_id = id + 1;
+
+    comm = calloc(1, sizeof(*comm));
+    if (comm == NULL) {
+        xc_error("xcoll_comm_create: out of memory");
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    comm->rank = boot->rank;
+    comm->size = boot->size;
+    comm->id = id;
+    comm->timeout_s = cfg->timeout_s;
+    comm->tl = &xc_ucx_transport;
+    rc = comm->tl->comm_init(boot, &comm->tl_comm);
+    if (rc != XCOLL_OK) {
+        free(comm);
+        return rc;
+    }
+    comm->next_live = live_comms;
+    live_comms = comm;
+    xc_info("communicator %u created: rank %d of %d, timeout %g s", id, comm->rank, comm->size,
+            comm->timeout_s);
+    *out = comm;
+    return XCOLL_OK;
+}
+
+xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
+{
+    struct xcoll_comm_s **p;
+    xcoll_status_t rc = xc_comm_check(comm, "xcoll_comm_destroy");
+    int i;
+    if (rc == XCOLL_ERR_INVALID_COMM)
+        return rc;
+    if (comm->outstanding > 0) {
+        xc_error("xcoll_comm_destroy: communicator %u still has %u requests; wait for them first",
+                 comm->id, comm->outstanding);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    for (p = &live_comms; *p != comm; p = &(*p)->next_live)
+        ;
+    *p = comm->next_live;
+    for (i = 0; i < XC_SCHED_CACHE_SIZE; i++)
+        if (comm->cache[i] != NULL)
+            xc_sched_release(comm->cache[i]);
+    comm->tl->comm_fini(comm->tl_comm);
+    xc_info("communicator %u destroyed", comm->id);
+    free(comm);
+    return XCOLL_OK;
+}
+
+xcoll_status_t xcoll_comm_rank(xcoll_comm_t comm, int *rank)
+{
+    xcoll_status_t rc = xc_comm_check(comm, "xcoll_comm_rank");
+    if (rc == XCOLL_ERR_INVALID_COMM)
+        return rc;
+    if (rank == NULL) {
+        xc_error("xcoll_comm_rank: rank is NULL");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    *rank = comm->rank;
+    return XCOLL_OK;
+}
+
+xcoll_status_t xcoll_comm_size(xcoll_comm_t comm, int *size)
+{
+    xcoll_status_t rc = xc_comm_check(comm, "xcoll_comm_size");
+    if (rc == XCOLL_ERR_INVALID_COMM)
+        return rc;
+    if (size == NULL) {
+        xc_error("xcoll_comm_size: size is NULL");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    *size = comm->size;
+    return XCOLL_OK;
+}
+
+void xc_sched_release(xc_cached_sched_t *cs)
+{
+    if (cs != NULL && --cs->refs == 0) {
+        xc_sched_fini(&cs->sched);
+        free(cs);
+    }
+}
+
+xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
+                                 xc_sched_builder_t build, void *ctx, xc_cached_sched_t **out)
+{
+    xc_cached_sched_t *cs;
+    xcoll_status_t rc;
+    int i, victim = 0;
+
+    comm->cache_clock++;
+    for (i = 0; i < XC_SCHED_CACHE_SIZE; i++) {
+        cs = comm->cache[i];
+        if (cs != NULL && memcmp(cs->key, key, sizeof(cs->key)) == 0) {
+            cs->last_use = comm->cache_clock;
+            cs->refs++;
+            *out = cs;
+            return XCOLL_OK;
+        }
+        if (cs == NULL || (comm->cache[victim] != NULL && cs->last_use < comm->cache[victim]->last_use))
+            victim = i;
+    }
+    cs = calloc(1, sizeof(*cs));
+    if (cs == NULL) {
+        xc_error("out of memory caching a schedule");
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    memcpy(cs->key, key, sizeof(cs->key));
+    rc = build(ctx, &cs->sched);
+    if (rc == XCOLL_OK)
+        rc = xc_sched_finish(&cs->sched);
+    if (rc != XCOLL_OK) {
+        xc_sched_fini(&cs->sched);
+        free(cs);
+        return rc;
+    }
+    /* the least recently used entry makes room; running requests keep
+     * their own reference, so eviction never pulls a schedule from under
+     * them */
+    xc_sched_release(comm->cache[victim]);
+    cs->refs = 2;
+    cs->last_use = comm->cache_clock;
+    comm->cache[victim] = cs;
+    *out = cs;
+    return XCOLL_OK;
+}

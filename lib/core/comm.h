@@ -1,0 +1,67 @@
+/* Communicators, cached schedules and requests: the state behind the
+ * public handles. */
+#ifndef XC_COMM_H
+#define XC_COMM_H
+
+#include "engine.h"
+#include "transport.h"
+
+/* A schedule shared by the cache and the requests running it. */
+typedef struct xc_cached_sched {
+    uint64_t key[4];        /* what the schedule was built for */
+    xc_sched_t sched;
+    int refs;
+    uint64_t last_use;
+} xc_cached_sched_t;
+
+#define XC_SCHED_CACHE_SIZE 32
+
+struct xcoll_comm_s {
+    int rank, size;
+    uint32_t id;            /* agreed at creation, unique among comms sharing a process */
+    uint32_t seq;           /* sequence number of the next collective */
+    double timeout_s;
+    int failed;             /* a collective failed: seq numbers may disagree now */
+    const xc_transport_t *tl;
+    void *tl_comm;
+    unsigned outstanding;   /* requests not yet freed */
+    xc_cached_sched_t *cache[XC_SCHED_CACHE_SIZE];
+    uint64_t cache_clock;
+    struct xcoll_comm_s *next_live;
+};
+
+struct xcoll_request_s {
+    xcoll_comm_t comm;
+    xc_cached_sched_t *cs;
+    xc_exec_t exec;
+    const char *what;       /* "allreduce", ... for logs */
+    double last_moved;      /* when a step last completed or started */
+    int done;
+    xcoll_status_t status;
+    /* a memmove after completion (reduce_scatter in place, MPI layout) */
+    void *post_dst;
+    const void *post_src;
+    size_t post_bytes;
+    struct xcoll_request_s *prev_active, *next_active;
+};
+
+/* XCOLL_OK if comm is a live communicator that has not failed; otherwise
+ * logs why (naming `what`) and returns the status to give the caller. */
+xcoll_status_t xc_comm_check(xcoll_comm_t comm, const char *what);
+
+/* The cached schedule for key, building it with build(ctx, sched) on a
+ * miss. Returns a reference; release with xc_sched_release. */
+typedef xcoll_status_t (*xc_sched_builder_t)(void *ctx, xc_sched_t *s);
+xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
+                                 xc_sched_builder_t build, void *ctx, xc_cached_sched_t **out);
+void xc_sched_release(xc_cached_sched_t *cs);
+
+/* Starts a request running cs on comm (takes over the reference to cs).
+ * p2p_tag < 0 for a collective (consumes a sequence number). */
+xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const char *what,
+                               const void *sendbuf, void *recvbuf, int p2p_tag,
+                               xcoll_request_t *req);
+
+double xc_now(void);
+
+#endif

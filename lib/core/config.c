@@ -1,0 +1,41 @@
+/* xcoll_config_t defaults and the XCOLL_* environment. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "log.h"
+
+double xc_parse_seconds(const char *text)
+{
+    char *end;
+    double v;
+    if (text == NULL || *text == '\0')
+        return -1;
+    errno = 0;
+    v = strtod(text, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v) || v < 0)
+        return -1;
+    return v;
+}
+
+xcoll_status_t xcoll_config_init(xcoll_config_t *cfg)
+{
+    const char *env;
+    xc_log_init();
+    if (cfg == NULL) {
+        xc_error("xcoll_config_init: cfg is NULL");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    cfg->timeout_s = 0;
+    env = getenv("XCOLL_TIMEOUT");
+    if (env != NULL && *env != '\0') {
+        double t = xc_parse_seconds(env);
+        if (t < 0) {
+            xc_error("XCOLL_TIMEOUT=%s is not a number of seconds >= 0", env);
+            return XCOLL_ERR_INVALID_ARG;
+        }
+        cfg->timeout_s = t;
+    }
+    return XCOLL_OK;
+}

@@ -1,0 +1,52 @@
+/* The one engine that runs every schedule over a transport. An exec is one
+ * run of a schedule on one rank: bound buffers and per-step state. */
+#ifndef XC_ENGINE_H
+#define XC_ENGINE_H
+
+#include "sched.h"
+#include "transport.h"
+
+typedef enum {
+    XC_STATE_WAITING = 0, /* dependencies not complete */
+    XC_STATE_RUNNING,     /* posted to the transport */
+    XC_STATE_DONE
+} xc_step_state_t;
+
+typedef struct xc_exec {
+    const xc_sched_t *sched;
+    void *buf[XC_BUF_COUNT];   /* indexed by xc_buf_t */
+    void *tmp_owned;           /* scratch allocated by the engine */
+    const xc_transport_t *tl;
+    void *tl_comm;
+    int is_p2p;                /* tag with xc_tag_p2p(user_tag) */
+    uint32_t comm_id, seq, user_tag; /* set is_p2p and user_tag after init */
+    uint8_t *state;            /* per step, xc_step_state_t */
+    void **treq;               /* per step, transport request */
+    void *state_mem;           /* one allocation behind state, treq and the queues */
+    uint32_t ndone;
+    xcoll_status_t status;     /* first error, or XCOLL_OK */
+    uint64_t msgs_sent, bytes_sent; /* counted for the simulator's checks */
+} xc_exec_t;
+
+/* Binds a schedule to buffers and a transport. bufs[XC_BUF_TMP] is ignored:
+ * the engine allocates sched->tmp_bytes itself. */
+xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf, void *recvbuf,
+                            const xc_transport_t *tl, void *tl_comm, uint32_t comm_id,
+                            uint32_t seq);
+
+/* One pass: completes what the transport finished, starts what became
+ * ready. XCOLL_OK when every step is done, XCOLL_INPROGRESS, or the first
+ * error (the exec then stops starting steps). Sets *progressed if anything
+ * changed. */
+xcoll_status_t xc_exec_progress(xc_exec_t *x, int *progressed);
+
+/* Logs (at error level) the steps still waiting or in flight: which peer,
+ * which step, what kind. Used when a timeout expires. */
+void xc_exec_log_pending(const xc_exec_t *x, const char *what);
+
+/* Abandons every operation in flight. */
+void xc_exec_cancel(xc_exec_t *x);
+
+void xc_exec_fini(xc_exec_t *x);
+
+#endif

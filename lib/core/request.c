@@ -1,0 +1,194 @@
+/* Requests: posting a schedule, progressing everything outstanding,
+ * test/wait with back-off and the timeout. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm.h"
+#include "log.h"
+
+/* Every posted, unfinished request in the process. Progress always walks
+ * all of them: a rank blocked in wait on one collective must keep serving
+ * the others, or a peer waiting for those would never reach ours. */
+static struct xcoll_request_s *active_head;
+
+double xc_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void unlink_active(struct xcoll_request_s *r)
+{
+    if (r->prev_active != NULL)
+        r->prev_active->next_active = r->next_active;
+    else if (active_head == r)
+        active_head = r->next_active;
+    if (r->next_active != NULL)
+        r->next_active->prev_active = r->prev_active;
+    r->prev_active = r->next_active = NULL;
+}
+
+static void complete(struct xcoll_request_s *r, xcoll_status_t status)
+{
+    r->done = 1;
+    r->status = status;
+    unlink_active(r);
+    if (status == XCOLL_OK && r->post_bytes > 0 && r->post_dst != r->post_src)
+        memmove(r->post_dst, r->post_src, r->post_bytes);
+    if (status != XCOLL_OK && !r->exec.is_p2p)
+        /* the ranks no longer agree on sequence numbers */
+        r->comm->failed = 1;
+}
+
+/* Advances one request; returns 1 if it moved. */
+static int progress_one(struct xcoll_request_s *r)
+{
+    int moved = 0;
+    xcoll_status_t rc = xc_exec_progress(&r->exec, &moved);
+    if (moved)
+        r->last_moved = xc_now();
+    if (rc != XCOLL_INPROGRESS) {
+        complete(r, rc);
+        moved = 1;
+    }
+    return moved;
+}
+
+/* One round over the transport and every active request. */
+static int progress_all(const xc_transport_t *tl, void *tl_comm)
+{
+    struct xcoll_request_s *r, *next;
+    int moved = tl->progress(tl_comm) > 0;
+    for (r = active_head; r != NULL; r = next) {
+        next = r->next_active;
+        moved |= progress_one(r);
+    }
+    return moved;
+}
+
+xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const char *what,
+                               const void *sendbuf, void *recvbuf, int p2p_tag,
+                               xcoll_request_t *req)
+{
+    struct xcoll_request_s *r = calloc(1, sizeof(*r));
+    xcoll_status_t rc;
+    uint32_t seq = p2p_tag < 0 ? comm->seq++ : 0;
+
+    if (r == NULL) {
+        xc_error("%s: out of memory for a request", what);
+        xc_sched_release(cs);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    /* the engine never writes through the send buffer's reference */
+    rc = xc_exec_init(&r->exec, &cs->sched, (void *)(uintptr_t)sendbuf, recvbuf, comm->tl,
+                      comm->tl_comm, comm->id, seq);
+    if (rc != XCOLL_OK) {
+        xc_sched_release(cs);
+        free(r);
+        if (p2p_tag < 0)
+            comm->failed = 1; /* the others consumed this sequence number */
+        return rc;
+    }
+    if (p2p_tag >= 0) {
+        r->exec.is_p2p = 1;
+        r->exec.user_tag = (uint32_t)p2p_tag;
+    }
+    r->comm = comm;
+    r->cs = cs;
+    r->what = what;
+    r->status = XCOLL_INPROGRESS;
+    r->last_moved = xc_now();
+    r->next_active = active_head;
+    if (active_head != NULL)
+        active_head->prev_active = r;
+    active_head = r;
+    comm->outstanding++;
+    xc_debug("%s seq %u posted: algorithm %s, %u steps", what, seq, cs->sched.algo,
+             cs->sched.nsteps);
+    /* start what can start now: receives get posted before data arrives */
+    progress_one(r);
+    *req = r;
+    return XCOLL_OK;
+}
+
+/* Gives up on r after its communicator's timeout with no progress. */
+static int check_timeout(struct xcoll_request_s *r, double now)
+{
+    char what[96];
+    double t = r->comm->timeout_s;
+    if (r->done || t <= 0 || now - r->last_moved < t)
+        return 0;
+    if (r->exec.is_p2p)
+        snprintf(what, sizeof(what), "%s (tag %u) timed out after %.1f s", r->what,
+                 r->exec.user_tag, now - r->last_moved);
+    else
+        snprintf(what, sizeof(what), "%s (seq %u, comm %u) timed out after %.1f s", r->what,
+                 r->exec.seq, r->comm->id, now - r->last_moved);
+    xc_error("%s without progress; waiting on:", what);
+    xc_exec_log_pending(&r->exec, what);
+    xc_exec_cancel(&r->exec);
+    complete(r, XCOLL_ERR_TIMEOUT);
+    return 1;
+}
+
+static xcoll_status_t release(xcoll_request_t *req)
+{
+    struct xcoll_request_s *r = *req;
+    xcoll_status_t st = r->status;
+    r->comm->outstanding--;
+    xc_exec_fini(&r->exec);
+    xc_sched_release(r->cs);
+    free(r);
+    *req = NULL;
+    return st;
+}
+
+xcoll_status_t xcoll_test(xcoll_request_t *req, int *done)
+{
+    struct xcoll_request_s *r;
+    if (req == NULL || done == NULL) {
+        xc_error("xcoll_test: req or done is NULL");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    *done = 0;
+    r = *req;
+    if (r == NULL) {
+        *done = 1;
+        return XCOLL_OK;
+    }
+    if (!r->done && !progress_all(r->comm->tl, r->comm->tl_comm))
+        check_timeout(r, xc_now());
+    if (!r->done)
+        return XCOLL_OK;
+    *done = 1;
+    return release(req);
+}
+
+/* Spin briefly (latency), then hand the core to the transport's idle wait
+ * (oversubscribed jobs); poll at least every few ms so the timeout fires. */
+xcoll_status_t xcoll_wait(xcoll_request_t *req)
+{
+    struct xcoll_request_s *r;
+    unsigned idle = 0;
+    if (req == NULL) {
+        xc_error("xcoll_wait: req is NULL");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    r = *req;
+    if (r == NULL)
+        return XCOLL_OK;
+    while (!r->done) {
+        if (progress_all(r->comm->tl, r->comm->tl_comm)) {
+            idle = 0;
+            continue;
+        }
+        idle++;
+        if (check_timeout(r, xc_now()))
+            break;
+        r->comm->tl->idle(r->comm->tl_comm, idle, 2000);
+    }
+    return release(req);
+}

@@ -1,0 +1,48 @@
+/* What the engine needs from a transport: tagged nonblocking send/recv to
+ * the ranks of one communicator, completion tests and progress. UCX
+ * (lib/ucx) implements it for real jobs; the loopback transport in
+ * test/sim implements it for many virtual ranks in one process. */
+#ifndef XC_TRANSPORT_H
+#define XC_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "xcoll.h"
+
+typedef struct xc_transport {
+    const char *name;
+
+    /* Collective over the bootstrap: connect to every rank. *tl_comm is the
+     * transport's per-communicator state. */
+    xcoll_status_t (*comm_init)(const xcoll_bootstrap_t *boot, void **tl_comm);
+    void (*comm_fini)(void *tl_comm);
+
+    /* Post a send / receive of len bytes to / from rank peer with a full
+     * 64-bit tag. On XCOLL_OK *req is a handle to test, or NULL when the
+     * operation already completed. buf must stay valid until completion. */
+    xcoll_status_t (*isend)(void *tl_comm, int peer, uint64_t tag, const void *buf, size_t len,
+                            void **req);
+    xcoll_status_t (*irecv)(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
+                            void **req);
+
+    /* XCOLL_INPROGRESS, or the final status: then req has been released.
+     * A receive that got a different length than posted is XCOLL_ERR_TRUNCATED. */
+    xcoll_status_t (*test)(void *tl_comm, void *req);
+
+    /* Abandon an operation that has not completed (after a timeout) and
+     * release req. */
+    void (*cancel)(void *tl_comm, void *req);
+
+    /* Make progress on everything in flight in this process; returns the
+     * number of events handled (0 when idle). */
+    int (*progress)(void *tl_comm);
+
+    /* Called when progress found nothing `idle_rounds` times in a row: let
+     * other processes have the core, for at most about max_wait_us. */
+    void (*idle)(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us);
+} xc_transport_t;
+
+/* The UCX transport (lib/ucx/ucx_transport.c). */
+extern const xc_transport_t xc_ucx_transport;
+
+#endif

@@ -1,0 +1,291 @@
+/*
+ * xcoll.h - the one public header of xcoll, a library of MPI-style
+ * collectives over communicators, moved by UCX.
+ *
+ * Conventions, true of every function below:
+ *  - every function returns an xcoll_status_t; XCOLL_OK (0) is success and
+ *    every failure is negative. A failure is logged once, with its reason,
+ *    where it is detected (see XCOLL_LOG), so callers need not log it again.
+ *  - every argument is checked; a bad one gives a status, never a crash.
+ *  - counts are element counts (size_t), never bytes.
+ *  - every rank of a communicator calls the same collectives in the same
+ *    order with matching count, dtype, op and root (as in MPI).
+ *  - the library is not thread safe: call it from one thread per process,
+ *    or serialise the calls.
+ *
+ * In-place operation: pass XCOLL_IN_PLACE as the send buffer (MPI style),
+ * or pass the same pointer as send and receive buffer (NCCL style); each
+ * collective documents where its data lives then.
+ *
+ * To create a communicator from an MPI communicator, include <mpi.h> before
+ * this header: xcoll_comm_create_mpi() is then defined inline, so libxcoll
+ * itself links against no MPI library and works under any MPI.
+ */
+#ifndef XCOLL_H
+#define XCOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XCOLL_VERSION_MAJOR 0
+#define XCOLL_VERSION_MINOR 1
+#define XCOLL_VERSION_PATCH 0
+
+/* Statuses. XCOLL_INPROGRESS is only ever returned by xcoll_test(). */
+typedef enum {
+    XCOLL_OK                 =   0,
+    XCOLL_INPROGRESS         =   1,
+    XCOLL_ERR_INVALID_ARG    =  -1, /* NULL pointer, bad peer, bad count... */
+    XCOLL_ERR_INVALID_DTYPE  =  -2, /* not an xcoll_dtype_t */
+    XCOLL_ERR_INVALID_OP     =  -3, /* not an xcoll_op_t, or bitwise op on a float type */
+    XCOLL_ERR_INVALID_ROOT   =  -4, /* root outside [0, size) */
+    XCOLL_ERR_INVALID_COMM   =  -5, /* NULL, never created, or already destroyed */
+    XCOLL_ERR_OVERFLOW       =  -6, /* count * element size (* ranks) does not fit in size_t */
+    XCOLL_ERR_NO_MEMORY      =  -7,
+    XCOLL_ERR_TRANSPORT      =  -8, /* UCX reported an error */
+    XCOLL_ERR_TIMEOUT        =  -9, /* the collective did not complete within the timeout */
+    XCOLL_ERR_COMM_FAILED    = -10, /* an earlier collective failed; destroy the communicator */
+    XCOLL_ERR_TRUNCATED      = -11, /* a peer sent a different number of bytes than expected */
+    XCOLL_ERR_BOOTSTRAP      = -12, /* the bootstrap allgather failed */
+    XCOLL_ERR_UNSUPPORTED    = -13, /* valid request this build cannot serve (e.g. CUDA stream without CUDA) */
+    XCOLL_ERR_INTERNAL       = -14
+} xcoll_status_t;
+
+/* Element types. float16 is IEEE binary16, bfloat16 the upper half of a
+ * float32; both are reduced in float32 and rounded to nearest-even. */
+typedef enum {
+    XCOLL_INT8 = 0,
+    XCOLL_UINT8,
+    XCOLL_INT32,
+    XCOLL_UINT32,
+    XCOLL_INT64,
+    XCOLL_UINT64,
+    XCOLL_FLOAT16,
+    XCOLL_BFLOAT16,
+    XCOLL_FLOAT32,
+    XCOLL_FLOAT64,
+    XCOLL_DTYPE_COUNT
+} xcoll_dtype_t;
+
+/* Reduction operators. AVG is the sum divided by the number of ranks
+ * (integer division, truncating, for integer types). BAND, BOR and BXOR
+ * are valid on integer types only. */
+typedef enum {
+    XCOLL_SUM = 0,
+    XCOLL_PROD,
+    XCOLL_MIN,
+    XCOLL_MAX,
+    XCOLL_AVG,
+    XCOLL_BAND,
+    XCOLL_BOR,
+    XCOLL_BXOR,
+    XCOLL_OP_COUNT
+} xcoll_op_t;
+
+/* The in-place marker for send buffers (MPI_IN_PLACE's role). */
+#define XCOLL_IN_PLACE ((const void *)1)
+
+typedef struct xcoll_comm_s    *xcoll_comm_t;
+typedef struct xcoll_request_s *xcoll_request_t;
+
+/* Options for a communicator. Always start from xcoll_config_init(). */
+typedef struct {
+    /* Seconds a collective may wait before it fails with XCOLL_ERR_TIMEOUT;
+     * 0 waits forever. Default: the XCOLL_TIMEOUT environment variable, else 0. */
+    double timeout_s;
+} xcoll_config_t;
+
+/* A launcher-neutral way to build a communicator: this process's rank, the
+ * number of ranks, and a collective allgather of `bytes` bytes from every
+ * rank into recvbuf (rank order). The callback must return 0 on success.
+ * It is used only during xcoll_comm_create(). */
+typedef struct {
+    int rank;
+    int size;
+    int (*allgather)(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx);
+    void *ctx;
+} xcoll_bootstrap_t;
+
+/* --- Library ------------------------------------------------------------ */
+
+/* A static English sentence for a status; never NULL. */
+const char *xcoll_strerror(xcoll_status_t status);
+
+/* The library version as "major.minor.patch"; never NULL. */
+const char *xcoll_version(void);
+
+/* Size in bytes of one element of dtype, or 0 if dtype is invalid. */
+size_t xcoll_dtype_size(xcoll_dtype_t dtype);
+
+/* Names as used in logs and benchmarks ("float32", "sum"); "invalid" if out of range. */
+const char *xcoll_dtype_name(xcoll_dtype_t dtype);
+const char *xcoll_op_name(xcoll_op_t op);
+
+/* Fills cfg with defaults, then applies the XCOLL_* environment variables. */
+xcoll_status_t xcoll_config_init(xcoll_config_t *cfg);
+
+/* --- Communicators -------------------------------------------------------- */
+
+/* Collective over the bootstrap's ranks: exchanges transport addresses and
+ * agrees on a communicator id. cfg may be NULL (defaults and environment).
+ * On success *comm is a new communicator; on failure it is set to NULL. */
+xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *bootstrap,
+                                 const xcoll_config_t *cfg, xcoll_comm_t *comm);
+
+/* Frees the communicator and everything it holds. Not collective, but no
+ * collective may be outstanding on it on this rank (XCOLL_ERR_INVALID_ARG
+ * otherwise: wait for them first). Later calls on it return
+ * XCOLL_ERR_INVALID_COMM. */
+xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm);
+
+/* This process's rank in comm, and the number of ranks. */
+xcoll_status_t xcoll_comm_rank(xcoll_comm_t comm, int *rank);
+xcoll_status_t xcoll_comm_size(xcoll_comm_t comm, int *size);
+
+/* --- Collectives --------------------------------------------------------------
+ * Each blocking call returns when this rank's part is done and its buffers
+ * may be reused. The xcoll_i* form takes the same arguments plus a request
+ * and returns at once; finish it with xcoll_test() or xcoll_wait(). Any
+ * number of nonblocking collectives may be outstanding on any number of
+ * communicators; the buffers of an outstanding one must not be touched.
+ *
+ * stream: a cudaStream_t to order the collective on, or NULL for host
+ * order. Without GPU support in this build a non-NULL stream is
+ * XCOLL_ERR_UNSUPPORTED. */
+
+/* recvbuf[i] = op over ranks of sendbuf[i], i < count, on every rank.
+ * In place: sendbuf XCOLL_IN_PLACE or == recvbuf; the input is in recvbuf. */
+xcoll_status_t xcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                               xcoll_dtype_t dtype, xcoll_op_t op,
+                               xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                xcoll_dtype_t dtype, xcoll_op_t op,
+                                xcoll_comm_t comm, void *stream, xcoll_request_t *req);
+
+/* buf's count elements on root are copied into buf on every other rank. */
+xcoll_status_t xcoll_bcast(void *buf, size_t count, xcoll_dtype_t dtype, int root,
+                           xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_ibcast(void *buf, size_t count, xcoll_dtype_t dtype, int root,
+                            xcoll_comm_t comm, void *stream, xcoll_request_t *req);
+
+/* recvbuf on root = op over ranks of sendbuf; recvbuf is ignored elsewhere
+ * (may be NULL). In place at root: sendbuf XCOLL_IN_PLACE or == recvbuf. */
+xcoll_status_t xcoll_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                            xcoll_dtype_t dtype, xcoll_op_t op, int root,
+                            xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                             xcoll_dtype_t dtype, xcoll_op_t op, int root,
+                             xcoll_comm_t comm, void *stream, xcoll_request_t *req);
+
+/* recvbuf (size*count elements) = every rank's sendbuf (count), in rank
+ * order. In place: sendbuf XCOLL_IN_PLACE, or sendbuf == recvbuf +
+ * rank*count elements; this rank's block is already in recvbuf. */
+xcoll_status_t xcoll_allgather(const void *sendbuf, void *recvbuf, size_t count,
+                               xcoll_dtype_t dtype, xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_iallgather(const void *sendbuf, void *recvbuf, size_t count,
+                                xcoll_dtype_t dtype, xcoll_comm_t comm, void *stream,
+                                xcoll_request_t *req);
+
+/* sendbuf holds size*count elements; recvbuf (count) on rank r = op over
+ * ranks of block r of sendbuf. In place, MPI style: sendbuf XCOLL_IN_PLACE,
+ * the whole input is in recvbuf and the result lands in its first block.
+ * In place, NCCL style: recvbuf == sendbuf + rank*count elements. */
+xcoll_status_t xcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t count,
+                                    xcoll_dtype_t dtype, xcoll_op_t op,
+                                    xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t count,
+                                     xcoll_dtype_t dtype, xcoll_op_t op,
+                                     xcoll_comm_t comm, void *stream, xcoll_request_t *req);
+
+/* Block j (count elements) of sendbuf goes to rank j, landing in block
+ * (this rank) of its recvbuf. In place: sendbuf XCOLL_IN_PLACE or ==
+ * recvbuf; the input is in recvbuf. */
+xcoll_status_t xcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+                              xcoll_dtype_t dtype, xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+                               xcoll_dtype_t dtype, xcoll_comm_t comm, void *stream,
+                               xcoll_request_t *req);
+
+/* recvbuf on root (size*count) = every rank's sendbuf (count) in rank order;
+ * recvbuf is ignored elsewhere. In place at root: sendbuf XCOLL_IN_PLACE or
+ * == recvbuf + root*count elements. */
+xcoll_status_t xcoll_gather(const void *sendbuf, void *recvbuf, size_t count,
+                            xcoll_dtype_t dtype, int root, xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_igather(const void *sendbuf, void *recvbuf, size_t count,
+                             xcoll_dtype_t dtype, int root, xcoll_comm_t comm, void *stream,
+                             xcoll_request_t *req);
+
+/* Block r (count elements) of root's sendbuf (size*count) lands in recvbuf
+ * on rank r; sendbuf is ignored elsewhere. In place at root: recvbuf
+ * XCOLL_IN_PLACE (cast) or == sendbuf + root*count elements. */
+xcoll_status_t xcoll_scatter(const void *sendbuf, void *recvbuf, size_t count,
+                             xcoll_dtype_t dtype, int root, xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_iscatter(const void *sendbuf, void *recvbuf, size_t count,
+                              xcoll_dtype_t dtype, int root, xcoll_comm_t comm, void *stream,
+                              xcoll_request_t *req);
+
+/* Returns on a rank only after every rank has entered the barrier. */
+xcoll_status_t xcoll_barrier(xcoll_comm_t comm);
+xcoll_status_t xcoll_ibarrier(xcoll_comm_t comm, xcoll_request_t *req);
+
+/* --- Point to point ---------------------------------------------------------
+ * A send matches the recv on peer with the same tag (0 <= tag <
+ * XCOLL_TAG_LIMIT); messages between one pair with one tag arrive in the
+ * order sent. The receive count must equal the send count
+ * (XCOLL_ERR_TRUNCATED otherwise). Never matches a collective's traffic. */
+#define XCOLL_TAG_LIMIT (1 << 28)
+xcoll_status_t xcoll_send(const void *buf, size_t count, xcoll_dtype_t dtype, int peer,
+                          int tag, xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_isend(const void *buf, size_t count, xcoll_dtype_t dtype, int peer,
+                           int tag, xcoll_comm_t comm, void *stream, xcoll_request_t *req);
+xcoll_status_t xcoll_recv(void *buf, size_t count, xcoll_dtype_t dtype, int peer,
+                          int tag, xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_irecv(void *buf, size_t count, xcoll_dtype_t dtype, int peer,
+                           int tag, xcoll_comm_t comm, void *stream, xcoll_request_t *req);
+
+/* --- Requests -----------------------------------------------------------------
+ * xcoll_test progresses all outstanding work; if *req is finished it sets
+ * *done = 1, frees the request, sets *req = NULL and returns the
+ * operation's status; otherwise *done = 0 and it returns XCOLL_OK. A NULL
+ * *req counts as finished. xcoll_wait blocks (backing off when idle) until
+ * *req finishes or the communicator's timeout expires, then does the same. */
+xcoll_status_t xcoll_test(xcoll_request_t *req, int *done);
+xcoll_status_t xcoll_wait(xcoll_request_t *req);
+
+/* --- MPI bootstrap (only when <mpi.h> was included first) ------------------ */
+#ifdef MPI_VERSION
+static inline int xcoll_mpi_allgather_(const void *sendbuf, void *recvbuf, size_t bytes,
+                                       void *ctx)
+{
+    if (bytes > (size_t)0x7fffffff)
+        return -1;
+    return MPI_Allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE,
+                         *(MPI_Comm *)ctx) == MPI_SUCCESS ? 0 : -1;
+}
+
+/* Collective over mpi_comm: a communicator of the same ranks in the same
+ * order. mpi_comm is used only during this call. */
+static inline xcoll_status_t xcoll_comm_create_mpi(MPI_Comm mpi_comm, const xcoll_config_t *cfg,
+                                                   xcoll_comm_t *comm)
+{
+    xcoll_bootstrap_t boot;
+    if (comm == NULL)
+        return XCOLL_ERR_INVALID_ARG;
+    *comm = NULL;
+    if (mpi_comm == MPI_COMM_NULL || MPI_Comm_rank(mpi_comm, &boot.rank) != MPI_SUCCESS ||
+        MPI_Comm_size(mpi_comm, &boot.size) != MPI_SUCCESS)
+        return XCOLL_ERR_INVALID_ARG;
+    boot.allgather = xcoll_mpi_allgather_;
+    boot.ctx = &mpi_comm;
+    return xcoll_comm_create(&boot, cfg, comm);
+}
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XCOLL_H */
