@@ -119,6 +119,9 @@ static xcoll_status_t post(xcoll_comm_t comm, xc_coll_t coll, size_t count, xcol
         comm->failed = 1; /* the other ranks may have gone ahead */
         return rc;
     }
+    xc_info("%s seq %u: %s, count %zu %s %s, root %d%s (first candidate that accepts)",
+            xc_coll_name(coll), comm->seq, cs->sched.algo, count, xcoll_dtype_name(dtype),
+            xcoll_op_name(op), root, in_place ? ", in place" : "");
     return xc_request_post(comm, cs, xc_coll_name(coll), sendbuf, recvbuf, -1, req);
 }
 

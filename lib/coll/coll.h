@@ -25,7 +25,7 @@
 #ifndef XC_COLL_H
 #define XC_COLL_H
 
-#include "../core/sched.h"
+#include "../core/schedule.h"
 
 typedef enum {
     XC_COLL_ALLREDUCE = 0,

@@ -1,6 +1,7 @@
 /* Every algorithm xcoll has, and the choice of one for a call. For now
  * each collective has a fixed order of candidates; the first that accepts
  * the call builds its schedule. */
+#include <stdio.h>
 #include <string.h>
 
 #include "coll.h"
@@ -53,10 +54,10 @@ xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a)
         s->algo = al->name;
         rc = al->build(s, a);
         if (rc == XCOLL_OK) {
-            xc_info("%s: %s for count %zu %s (rank %d of %d, root %d%s): first candidate that "
-                    "accepts", xc_coll_name(a->coll), al->name, a->count,
-                    xcoll_dtype_name(a->dtype), a->rank, a->size, a->root,
-                    a->in_place ? ", in place" : "");
+            xc_debug("%s: built a %s schedule of %u steps for count %zu", xc_coll_name(a->coll),
+                     al->name, s->nsteps, a->count);
+            if (xc_log_level >= XC_LOG_TRACE)
+                xc_sched_print(s, stderr);
             return XCOLL_OK;
         }
         xc_sched_fini(s);

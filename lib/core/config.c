@@ -3,10 +3,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "config.h"
+#include "xcoll.h"
 #include "log.h"
 
-double xc_parse_seconds(const char *text)
+static double parse_seconds(const char *text)
 {
     char *end;
     double v;
@@ -30,7 +30,7 @@ xcoll_status_t xcoll_config_init(xcoll_config_t *cfg)
     cfg->timeout_s = 0;
     env = getenv("XCOLL_TIMEOUT");
     if (env != NULL && *env != '\0') {
-        double t = xc_parse_seconds(env);
+        double t = parse_seconds(env);
         if (t < 0) {
             xc_error("XCOLL_TIMEOUT=%s is not a number of seconds >= 0", env);
             return XCOLL_ERR_INVALID_ARG;

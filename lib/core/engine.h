@@ -3,7 +3,7 @@
 #ifndef XC_ENGINE_H
 #define XC_ENGINE_H
 
-#include "sched.h"
+#include "schedule.h"
 #include "transport.h"
 
 typedef enum {

@@ -1,0 +1,167 @@
+/* Host reductions: one plain loop per (dtype, op), chosen once per call.
+ * The loops are left without restrict on purpose: dst may equal a or b, and
+ * GCC vectorises `d[i] = f(a[i], b[i])` behind a runtime overlap check that
+ * an exact alias passes (distance 0 is safe), so both cases run vectorised.
+ * Nothing here logs: callers validate dtype and op first (xc_op_allowed),
+ * and an invalid pair is simply ignored rather than crashing. */
+#include "dtype.h"
+#include "reduce_ops.h"
+
+int xc_dtype_valid(xcoll_dtype_t dtype)
+{
+    /* Compare as unsigned so a negative value cast to the enum is rejected too. */
+    return (unsigned)dtype < (unsigned)XCOLL_DTYPE_COUNT;
+}
+
+int xc_op_valid(xcoll_op_t op)
+{
+    return (unsigned)op < (unsigned)XCOLL_OP_COUNT;
+}
+
+static int dtype_is_float(xcoll_dtype_t dtype)
+{
+    return dtype == XCOLL_FLOAT16 || dtype == XCOLL_BFLOAT16 || dtype == XCOLL_FLOAT32 ||
+           dtype == XCOLL_FLOAT64;
+}
+
+int xc_op_allowed(xcoll_dtype_t dtype, xcoll_op_t op)
+{
+    if (!xc_dtype_valid(dtype) || !xc_op_valid(op))
+        return 0;
+    if (op == XCOLL_BAND || op == XCOLL_BOR || op == XCOLL_BXOR)
+        return !dtype_is_float(dtype);
+    return 1;
+}
+
+size_t xcoll_dtype_size(xcoll_dtype_t dtype)
+{
+    switch (dtype) {
+    case XCOLL_INT8:
+    case XCOLL_UINT8:
+        return 1;
+    case XCOLL_FLOAT16:
+    case XCOLL_BFLOAT16:
+        return 2;
+    case XCOLL_INT32:
+    case XCOLL_UINT32:
+    case XCOLL_FLOAT32:
+        return 4;
+    case XCOLL_INT64:
+    case XCOLL_UINT64:
+    case XCOLL_FLOAT64:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+const char *xcoll_dtype_name(xcoll_dtype_t dtype)
+{
+    static const char *const names[XCOLL_DTYPE_COUNT] = {
+        [XCOLL_INT8] = "int8",       [XCOLL_UINT8] = "uint8",
+        [XCOLL_INT32] = "int32",     [XCOLL_UINT32] = "uint32",
+        [XCOLL_INT64] = "int64",     [XCOLL_UINT64] = "uint64",
+        [XCOLL_FLOAT16] = "float16", [XCOLL_BFLOAT16] = "bfloat16",
+        [XCOLL_FLOAT32] = "float32", [XCOLL_FLOAT64] = "float64",
+    };
+    return xc_dtype_valid(dtype) ? names[dtype] : "invalid";
+}
+
+const char *xcoll_op_name(xcoll_op_t op)
+{
+    static const char *const names[XCOLL_OP_COUNT] = {
+        [XCOLL_SUM] = "sum",   [XCOLL_PROD] = "prod", [XCOLL_MIN] = "min",
+        [XCOLL_MAX] = "max",   [XCOLL_AVG] = "avg",   [XCOLL_BAND] = "band",
+        [XCOLL_BOR] = "bor",   [XCOLL_BXOR] = "bxor",
+    };
+    return xc_op_valid(op) ? names[op] : "invalid";
+}
+
+float xc_half_to_float(uint16_t h) { return xc_f16_to_f32(h); }
+uint16_t xc_float_to_half(float f) { return xc_f32_to_f16(f); }
+float xc_bf16_to_float(uint16_t b) { return xc_bf16_to_f32(b); }
+uint16_t xc_float_to_bf16(float f) { return xc_f32_to_bf16(f); }
+
+/* --- reduce ---------------------------------------------------------------- */
+
+#define REDUCE_LOOP(ctype, fn)                                \
+    do {                                                      \
+        ctype *d_ = dst;                                      \
+        const ctype *a_ = a;                                  \
+        const ctype *b_ = b;                                  \
+        for (size_t i_ = 0; i_ < count; i_++)                 \
+            d_[i_] = fn(a_[i_], b_[i_]);                      \
+    } while (0)
+
+/* One function per dtype; the switch runs once per call. */
+#define DEFINE_REDUCE_INT(dt, ctype, sfx)                                                  \
+    static void reduce_##sfx(void *dst, const void *a, const void *b, size_t count,        \
+                             xcoll_op_t op)                                                \
+    {                                                                                      \
+        switch (op) {                                                                      \
+        case XCOLL_SUM:                                                                    \
+        case XCOLL_AVG: REDUCE_LOOP(ctype, xc_sum_##sfx); break;                           \
+        case XCOLL_PROD: REDUCE_LOOP(ctype, xc_prod_##sfx); break;                         \
+        case XCOLL_MIN: REDUCE_LOOP(ctype, xc_min_##sfx); break;                           \
+        case XCOLL_MAX: REDUCE_LOOP(ctype, xc_max_##sfx); break;                           \
+        case XCOLL_BAND: REDUCE_LOOP(ctype, xc_band_##sfx); break;                         \
+        case XCOLL_BOR: REDUCE_LOOP(ctype, xc_bor_##sfx); break;                           \
+        case XCOLL_BXOR: REDUCE_LOOP(ctype, xc_bxor_##sfx); break;                         \
+        default: break;                                                                    \
+        }                                                                                  \
+    }
+
+#define DEFINE_REDUCE_FLOAT(dt, ctype, sfx)                                                \
+    static void reduce_##sfx(void *dst, const void *a, const void *b, size_t count,        \
+                             xcoll_op_t op)                                                \
+    {                                                                                      \
+        switch (op) {                                                                      \
+        case XCOLL_SUM:                                                                    \
+        case XCOLL_AVG: REDUCE_LOOP(ctype, xc_sum_##sfx); break;                           \
+        case XCOLL_PROD: REDUCE_LOOP(ctype, xc_prod_##sfx); break;                         \
+        case XCOLL_MIN: REDUCE_LOOP(ctype, xc_min_##sfx); break;                           \
+        case XCOLL_MAX: REDUCE_LOOP(ctype, xc_max_##sfx); break;                           \
+        default: break; /* bitwise ops are not defined on floating types */               \
+        }                                                                                  \
+    }
+
+XC_FOREACH_INT_DTYPE(DEFINE_REDUCE_INT)
+XC_FOREACH_FLOAT_DTYPE(DEFINE_REDUCE_FLOAT)
+
+void xc_reduce(void *dst, const void *a, const void *b, size_t count, xcoll_dtype_t dtype,
+               xcoll_op_t op)
+{
+    if (count == 0)
+        return;
+    switch (dtype) {
+#define REDUCE_CASE(dt, ctype, sfx) \
+    case dt: reduce_##sfx(dst, a, b, count, op); break;
+        XC_FOREACH_DTYPE(REDUCE_CASE)
+#undef REDUCE_CASE
+    default:
+        break;
+    }
+}
+
+/* --- divide (finishes AVG) ------------------------------------------------- */
+
+#define DIVIDE_CASE(dt, ctype, sfx)                           \
+    case dt: {                                                \
+        ctype *p_ = buf;                                      \
+        for (size_t i_ = 0; i_ < count; i_++)                 \
+            p_[i_] = xc_div_##sfx(p_[i_], n);                 \
+        break;                                                \
+    }
+
+void xc_divide(void *buf, size_t count, xcoll_dtype_t dtype, uint32_t n)
+{
+    /* n == 0 is meaningless (a communicator has at least one rank); leave
+     * the data alone rather than trap. n == 1 is the identity. */
+    if (count == 0 || n <= 1)
+        return;
+    switch (dtype) {
+        XC_FOREACH_DTYPE(DIVIDE_CASE)
+    default:
+        break;
+    }
+}
