@@ -86,7 +86,10 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
         xc_error("xcoll_comm_create: out of memory for %d ranks", boot->size);
         return XCOLL_ERR_NO_MEMORY;
     }
-    me.next_id = next_comm_id;
+    /* Claim the id before the callback: the callback itself may create a
+     * communicator (an MPI drop-in serving the bootstrap's allgather) and
+     * must then take a larger id than ours. */
+    me.next_id = next_comm_id++;
     me.rank = boot->rank;
     me.size = boot->size;
     if (boot->allgather(&me, all, sizeof(me), boot->ctx) != 0) {
@@ -112,7 +115,8 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
         xc_error("xcoll_comm_create: communicator ids exhausted (%u created)", XC_MAX_COMM_ID);
         return XCOLL_ERR_UNSUPPORTED;
     }
-    next_comm_id = id + 1;
+    if (next_comm_id < id + 1)
+        next_comm_id = id + 1;
 
     comm = calloc(1, sizeof(*comm));
     if (comm == NULL) {

@@ -139,9 +139,10 @@ XC_HOSTDEV static inline uint16_t xc_f32_to_f16(float f)
     /* Subnormal result (ax < 2^-14): adding 0.5, whose ulp is 2^-24 (the
      * half subnormal step), makes the float unit round to nearest-even for
      * us; the low mantissa bits are then the half's. A tie at 2^-25 goes to
-     * 0. Masking bit 30 keeps the addend below 2 for every input, so the
-     * addition never overflows or sees a NaN. */
-    uint32_t subnormal = xc_f32_as_u32(xc_u32_as_f32(ax & 0x3fffffffu) + 0.5f) - 0x3f000000u;
+     * 0. Other inputs add 0 instead, so the addition never overflows, sees
+     * a NaN, or (slow on x86) a float subnormal made by masking. */
+    uint32_t tiny = ax & (0u - (uint32_t)(ax < 0x38800000u));
+    uint32_t subnormal = xc_f32_as_u32(xc_u32_as_f32(tiny) + 0.5f) - 0x3f000000u;
 
     uint32_t out = xc_select_u32_(ax >= 0x38800000u, normal, subnormal);
     /* 65520 is halfway between 65504 (largest half, odd mantissa) and 2^16,

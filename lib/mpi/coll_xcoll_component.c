@@ -1,0 +1,114 @@
+/*
+ * coll_xcoll_component.c - the component's description for Open MPI and
+ * its MCA parameters. Open MPI finds it by the symbol name
+ * mca_coll_xcoll_component in mca_coll_xcoll.so.
+ */
+#include "coll_xcoll.h"
+
+#include <stdio.h>
+
+#include "opal/mca/base/mca_base_var.h"
+
+mca_coll_xcoll_params_t mca_coll_xcoll_params;
+
+#define XCOLL_STRINGIFY_(x) #x
+#define XCOLL_STRINGIFY(x) XCOLL_STRINGIFY_(x)
+const char *mca_coll_xcoll_component_version_string =
+    "xcoll collective MCA component version " XCOLL_STRINGIFY(XCOLL_VERSION_MAJOR) "."
+    XCOLL_STRINGIFY(XCOLL_VERSION_MINOR) "." XCOLL_STRINGIFY(XCOLL_VERSION_PATCH);
+
+static int xcoll_register(void);
+static int xcoll_open(void);
+static int xcoll_close(void);
+static int xcoll_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+
+mca_coll_base_component_2_0_0_t mca_coll_xcoll_component = {
+    .collm_version = {
+        MCA_COLL_BASE_VERSION_2_0_0,
+        .mca_component_name = "xcoll",
+        MCA_BASE_MAKE_VERSION(component, XCOLL_VERSION_MAJOR, XCOLL_VERSION_MINOR,
+                              XCOLL_VERSION_PATCH),
+        .mca_open_component = xcoll_open,
+        .mca_close_component = xcoll_close,
+        .mca_register_component_params = xcoll_register,
+    },
+    .collm_data = {
+        MCA_BASE_METADATA_PARAM_NONE
+    },
+    .collm_init_query = xcoll_init_query,
+    .collm_comm_query = mca_coll_xcoll_comm_query,
+};
+
+static int xcoll_register(void)
+{
+    const mca_base_component_t *c = &mca_coll_xcoll_component.collm_version;
+    mca_coll_xcoll_params_t *p = &mca_coll_xcoll_params;
+
+    /* Above tuned (30) and libnbc (10), so adding the component to the
+     * search path is enough to use it; below self (75) for MPI_COMM_SELF. */
+    p->priority = 50;
+    (void)mca_base_component_var_register(c, "priority",
+        "Priority of the xcoll coll component (it is used on a communicator when its "
+        "priority is the highest; the previous module still serves what xcoll cannot)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &p->priority);
+
+    p->enable = true;
+    (void)mca_base_component_var_register(c, "enable",
+        "Use xcoll at all (0: the component declines every communicator)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &p->enable);
+
+    p->min_size = 2;
+    (void)mca_base_component_var_register(c, "np",
+        "Smallest communicator (number of ranks) xcoll takes; smaller ones stay with the "
+        "other components",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &p->min_size);
+
+    p->colls = "all";
+    (void)mca_base_component_var_register(c, "colls",
+        "Comma-separated collectives xcoll takes: all, none, blocking, nonblocking, or names "
+        "(allreduce, bcast, reduce, allgather, reduce_scatter_block, reduce_scatter, alltoall, "
+        "gather, scatter, barrier: both forms; iallreduce ...: the nonblocking form only)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &p->colls);
+
+    p->verbose = 0;
+    (void)mca_base_component_var_register(c, "verbose",
+        "Log which calls xcoll served and which it passed back, and why (1: info, 2: debug); "
+        "XCOLL_LOG=info does the same",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &p->verbose);
+    return OMPI_SUCCESS;
+}
+
+static int xcoll_open(void)
+{
+    char bad[64];
+    mca_coll_xcoll_params_t *p = &mca_coll_xcoll_params;
+    xcmpi_log_init(p->verbose);
+    if (xcmpi_parse_colls(p->colls, &p->mask, bad, sizeof(bad)) != 0) {
+        xcmpi_warn("coll_xcoll_colls: '%s' is not a collective name; xcoll takes none", bad);
+        p->mask = 0;
+    }
+    return OMPI_SUCCESS;
+}
+
+static int xcoll_close(void)
+{
+    mca_coll_xcoll_progress_fini();
+    return OMPI_SUCCESS;
+}
+
+static int xcoll_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    /* libxcoll is not thread safe: under MPI_THREAD_MULTIPLE two threads
+     * could enter it at once. */
+    if (enable_mpi_threads) {
+        xcmpi_info("declined: MPI_THREAD_MULTIPLE, and xcoll is not thread safe");
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,673 @@
+/*
+ * coll_xcoll_module.c - one module per communicator: the collective entry
+ * points Open MPI calls, the lazily created xcoll communicator, and the
+ * MPI requests of nonblocking collectives.
+ *
+ * Each entry point translates its arguments (dropin.c); if xcoll can serve
+ * the call it does, else the call goes to the handler that Open MPI had
+ * selected before this module was enabled, which the module saved then.
+ *
+ * Blocking calls are served as nonblocking xcoll calls waited for here,
+ * progressing Open MPI alongside: a rank blocked in xcoll must still move
+ * its pending MPI messages, which a peer may be waiting for.
+ */
+#include "coll_xcoll.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/request/request.h"
+#include "opal/runtime/opal_progress.h"
+
+/* --- MPI requests of nonblocking collectives -------------------------------- */
+
+typedef struct mca_coll_xcoll_request_s {
+    ompi_request_t super;
+    xcoll_request_t xreq;
+    /* retained while xcoll works, so the xcoll communicator outlives the
+     * operation even if the MPI communicator is freed meanwhile */
+    mca_coll_xcoll_module_t *module;
+    struct mca_coll_xcoll_request_s *next;  /* in the active list */
+    bool freed_early;                      /* MPI_Request_free before completion */
+} mca_coll_xcoll_request_t;
+
+static int request_free(ompi_request_t **rptr);
+
+static int request_cancel(ompi_request_t *request, int complete)
+{
+    (void)request;
+    (void)complete;
+    return MPI_ERR_REQUEST;  /* collectives cannot be cancelled */
+}
+
+static void request_construct(mca_coll_xcoll_request_t *r)
+{
+    r->super.req_type = OMPI_REQUEST_COLL;
+    r->super.req_start = NULL;
+    r->super.req_free = request_free;
+    r->super.req_cancel = request_cancel;
+    r->xreq = NULL;
+    r->module = NULL;
+    r->next = NULL;
+    r->freed_early = false;
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_xcoll_request_t, ompi_request_t, request_construct, NULL);
+
+/* The requests xcoll still works on, tested by progress(). */
+static mca_coll_xcoll_request_t *active_requests;
+static bool progress_registered;
+
+static void request_release(mca_coll_xcoll_request_t *r)
+{
+    OMPI_REQUEST_FINI(&r->super);
+    OBJ_RELEASE(r);
+}
+
+static int request_free(ompi_request_t **rptr)
+{
+    mca_coll_xcoll_request_t *r = (mca_coll_xcoll_request_t *)*rptr;
+    if (REQUEST_COMPLETE(&r->super))
+        request_release(r);
+    else
+        r->freed_early = true;  /* progress() releases it when xcoll is done */
+    *rptr = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static void request_finish(mca_coll_xcoll_request_t *r, xcoll_status_t status)
+{
+    mca_coll_xcoll_module_t *module = r->module;
+    r->xreq = NULL;
+    r->module = NULL;
+    if (status != XCOLL_OK)
+        xcmpi_error("a nonblocking collective failed in xcoll: %s", xcoll_strerror(status));
+    r->super.req_status.MPI_ERROR = status == XCOLL_OK ? MPI_SUCCESS : MPI_ERR_OTHER;
+    if (r->freed_early)
+        request_release(r);
+    else
+        ompi_request_complete(&r->super, true);
+    OBJ_RELEASE(module);
+}
+
+/* Registered with opal_progress: finishes the MPI requests whose xcoll
+ * operation is done. */
+static int progress(void)
+{
+    static bool in_progress;
+    mca_coll_xcoll_request_t **link;
+    int completed = 0;
+    if (active_requests == NULL || in_progress)
+        return 0;
+    in_progress = true;
+    link = &active_requests;
+    while (*link != NULL) {
+        mca_coll_xcoll_request_t *r = *link;
+        int done = 0;
+        xcoll_status_t status = xcoll_test(&r->xreq, &done);
+        if (!done && status == XCOLL_OK) {
+            link = &r->next;
+            continue;
+        }
+        *link = r->next;
+        request_finish(r, status);
+        completed++;
+    }
+    in_progress = false;
+    return completed;
+}
+
+void mca_coll_xcoll_progress_fini(void)
+{
+    if (progress_registered) {
+        opal_progress_unregister(progress);
+        progress_registered = false;
+    }
+}
+
+static int request_start(mca_coll_xcoll_module_t *m, xcoll_request_t xreq,
+                         ompi_request_t **request)
+{
+    mca_coll_xcoll_request_t *r = OBJ_NEW(mca_coll_xcoll_request_t);
+    if (r == NULL) {
+        /* the operation is posted: wait for it rather than leave it behind */
+        xcmpi_error("out of memory for an MPI request; finishing the collective now");
+        (void)xcoll_wait(&xreq);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (!progress_registered) {
+        opal_progress_register(progress);
+        progress_registered = true;
+    }
+    OMPI_REQUEST_INIT(&r->super, false);
+    r->super.req_state = OMPI_REQUEST_ACTIVE;
+    r->super.req_mpi_object.comm = m->comm;
+    r->super.req_status.MPI_SOURCE = MPI_ANY_SOURCE;
+    r->super.req_status.MPI_TAG = MPI_ANY_TAG;
+    r->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    r->super.req_status._cancelled = 0;
+    r->super.req_status._ucount = 0;
+    r->xreq = xreq;
+    r->module = m;
+    OBJ_RETAIN(m);
+    r->next = active_requests;
+    active_requests = r;
+    *request = &r->super;
+    return OMPI_SUCCESS;
+}
+
+/* --- the xcoll communicator ------------------------------------------------- */
+
+static void comm_label(const mca_coll_xcoll_module_t *m, char *buf, size_t len)
+{
+    if (m->comm->c_name[0] != '\0')
+        snprintf(buf, len, "%s (size %d)", m->comm->c_name, ompi_comm_size(m->comm));
+    else
+        snprintf(buf, len, "communicator %u (size %d)", (unsigned)m->comm->c_contextid,
+                 ompi_comm_size(m->comm));
+}
+
+/* The bootstrap goes through the previous module: MPI_Allgather would
+ * come back into this module. */
+static int bootstrap_allgather(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
+{
+    mca_coll_xcoll_module_t *m = ctx;
+    if (bytes > (size_t)INT_MAX)
+        return -1;
+    return m->prev.coll_allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE,
+                                  m->comm, m->prev.coll_allgather_module) == OMPI_SUCCESS ? 0 : -1;
+}
+
+/* Collective over the communicator, on its first collective that xcoll
+ * can serve. Every rank learns whether all succeeded, so that they never
+ * split between xcoll and the fallback. */
+static void comm_create(mca_coll_xcoll_module_t *m)
+{
+    xcoll_bootstrap_t boot;
+    xcoll_status_t status;
+    char label[MPI_MAX_OBJECT_NAME + 32];
+    int ok, all_ok = 0;
+
+    boot.rank = ompi_comm_rank(m->comm);
+    boot.size = ompi_comm_size(m->comm);
+    boot.allgather = bootstrap_allgather;
+    boot.ctx = m;
+    status = xcoll_comm_create(&boot, NULL, &m->xcomm);
+    ok = status == XCOLL_OK;
+    if (m->prev.coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, m->comm,
+                               m->prev.coll_allreduce_module) != OMPI_SUCCESS)
+        all_ok = 0;
+    comm_label(m, label, sizeof(label));
+    if (all_ok) {
+        m->state = XCOLL_OMPI_COMM_READY;
+        xcmpi_debug("xcoll communicator created for %s", label);
+        return;
+    }
+    if (m->xcomm != NULL)
+        (void)xcoll_comm_destroy(m->xcomm);
+    m->xcomm = NULL;
+    m->state = XCOLL_OMPI_COMM_FAILED;
+    xcmpi_warn("no xcoll communicator for %s (%s); Open MPI serves its collectives", label,
+               ok ? "it failed on another rank" : xcoll_strerror(status));
+}
+
+/* --- serving a call ----------------------------------------------------------- */
+
+/* Whether xcoll takes the call: why is the planner's verdict (NULL: it
+ * can). Logs the choice either way. */
+static bool take(mca_coll_xcoll_module_t *m, const xcmpi_call_t *call, bool nonblocking,
+                 const char *why)
+{
+    char label[MPI_MAX_OBJECT_NAME + 32];
+    if (why == NULL && m->state == XCOLL_OMPI_COMM_NONE)
+        comm_create(m);
+    if (why == NULL && m->state != XCOLL_OMPI_COMM_READY)
+        why = "no xcoll communicator";
+    if (why != NULL && xcmpi_log_level >= XCMPI_LOG_INFO) {
+        comm_label(m, label, sizeof(label));
+        xcmpi_info("passed back %s on %s: %s", xcmpi_coll_name(call->coll, nonblocking), label,
+                   why);
+    }
+    return why == NULL;
+}
+
+/* Runs a call xcoll takes: a nonblocking one returns its MPI request, a
+ * blocking one returns when done. */
+static int serve(mca_coll_xcoll_module_t *m, const xcmpi_call_t *call, ompi_request_t **request)
+{
+    xcoll_request_t xreq = NULL;
+    xcoll_status_t status = xcmpi_start(call, m->xcomm, &xreq);
+    const char *name = xcmpi_coll_name(call->coll, request != NULL);
+    char label[MPI_MAX_OBJECT_NAME + 32], what[128];
+
+    comm_label(m, label, sizeof(label));
+    if (status != XCOLL_OK) {
+        xcmpi_error("%s on %s: xcoll could not start it: %s", name, label,
+                    xcoll_strerror(status));
+        return OMPI_ERROR;
+    }
+    if (xcmpi_log_level >= XCMPI_LOG_INFO) {
+        xcmpi_describe(call, what, sizeof(what));
+        xcmpi_info("served %s on %s: %s", name, label, what);
+    }
+    if (request != NULL)
+        return request_start(m, xreq, request);
+    for (;;) {
+        int done = 0;
+        status = xcoll_test(&xreq, &done);
+        if (done || status != XCOLL_OK)
+            break;
+        opal_progress();
+    }
+    if (status != XCOLL_OK) {
+        xcmpi_error("%s on %s failed in xcoll: %s", name, label, xcoll_strerror(status));
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
+static int type_query(MPI_Datatype dtype, xcmpi_type_t *info)
+{
+    ptrdiff_t lb = 0, extent = 0;
+    size_t size = 0;
+    info->predefined = ompi_datatype_is_predefined(dtype) ? 1 : 0;
+    if (ompi_datatype_type_size(dtype, &size) != OMPI_SUCCESS ||
+        ompi_datatype_get_true_extent(dtype, &lb, &extent) != OMPI_SUCCESS || extent < 0)
+        return -1;
+    info->size = size;
+    info->true_lb = (long)lb;
+    info->true_extent = (size_t)extent;
+    return 0;
+}
+
+#define XMODULE(module) ((mca_coll_xcoll_module_t *)(module))
+
+/* --- entry points ----------------------------------------------------------------- */
+
+static int entry_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_allreduce(&call, sbuf, rbuf, count, dtype, op);
+    if (take(m, &call, false, why))
+        return serve(m, &call, NULL);
+    return m->prev.coll_allreduce(sbuf, rbuf, count, dtype, op, comm,
+                                  m->prev.coll_allreduce_module);
+}
+
+static int entry_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                            ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_allreduce(&call, sbuf, rbuf, count, dtype, op);
+    if (take(m, &call, true, why))
+        return serve(m, &call, request);
+    return m->prev.coll_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+                                   m->prev.coll_iallreduce_module);
+}
+
+static int entry_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                       struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_bcast(&call, buf, count, dtype, root, ompi_comm_size(comm),
+                                       type_query);
+    if (take(m, &call, false, why))
+        return serve(m, &call, NULL);
+    return m->prev.coll_bcast(buf, count, dtype, root, comm, m->prev.coll_bcast_module);
+}
+
+static int entry_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                        struct ompi_communicator_t *comm, ompi_request_t **request,
+                        mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_bcast(&call, buf, count, dtype, root, ompi_comm_size(comm),
+                                       type_query);
+    if (take(m, &call, true, why))
+        return serve(m, &call, request);
+    return m->prev.coll_ibcast(buf, count, dtype, root, comm, request, m->prev.coll_ibcast_module);
+}
+
+static int entry_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                        struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                        mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_reduce(&call, sbuf, rbuf, count, dtype, op, root,
+                                        ompi_comm_rank(comm), ompi_comm_size(comm));
+    if (take(m, &call, false, why))
+        return serve(m, &call, NULL);
+    return m->prev.coll_reduce(sbuf, rbuf, count, dtype, op, root, comm,
+                               m->prev.coll_reduce_module);
+}
+
+static int entry_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                         struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                         ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_reduce(&call, sbuf, rbuf, count, dtype, op, root,
+                                        ompi_comm_rank(comm), ompi_comm_size(comm));
+    if (take(m, &call, true, why))
+        return serve(m, &call, request);
+    return m->prev.coll_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request,
+                                m->prev.coll_ireduce_module);
+}
+
+static int entry_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_allgather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                           type_query);
+    if (take(m, &call, false, why))
+        return serve(m, &call, NULL);
+    return m->prev.coll_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                  m->prev.coll_allgather_module);
+}
+
+static int entry_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_allgather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                           type_query);
+    if (take(m, &call, true, why))
+        return serve(m, &call, request);
+    return m->prev.coll_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                   m->prev.coll_iallgather_module);
+}
+
+static int entry_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      struct ompi_communicator_t *comm,
+                                      mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_reduce_scatter_block(&call, sbuf, rbuf, rcount, dtype, op);
+    if (take(m, &call, false, why))
+        return serve(m, &call, NULL);
+    return m->prev.coll_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                             m->prev.coll_reduce_scatter_block_module);
+}
+
+static int entry_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       struct ompi_communicator_t *comm, ompi_request_t **request,
+                                       mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_reduce_scatter_block(&call, sbuf, rbuf, rcount, dtype, op);
+    if (take(m, &call, true, why))
+        return serve(m, &call, request);
+    return m->prev.coll_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                              m->prev.coll_ireduce_scatter_block_module);
+}
+
+static int entry_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_reduce_scatter(&call, sbuf, rbuf, rcounts, dtype, op,
+                                                ompi_comm_size(comm));
+    if (take(m, &call, false, why))
+        return serve(m, &call, NULL);
+    return m->prev.coll_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
+                                       m->prev.coll_reduce_scatter_module);
+}
+
+static int entry_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 struct ompi_communicator_t *comm, ompi_request_t **request,
+                                 mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_reduce_scatter(&call, sbuf, rbuf, rcounts, dtype, op,
+                                                ompi_comm_size(comm));
+    if (take(m, &call, true, why))
+        return serve(m, &call, request);
+    return m->prev.coll_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
+                                        m->prev.coll_ireduce_scatter_module);
+}
+
+static int entry_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                          int rcount, struct ompi_datatype_t *rdtype,
+                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_alltoall(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                          type_query);
+    if (take(m, &call, false, why))
+        return serve(m, &call, NULL);
+    return m->prev.coll_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                 m->prev.coll_alltoall_module);
+}
+
+static int entry_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                           struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_alltoall(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                          type_query);
+    if (take(m, &call, true, why))
+        return serve(m, &call, request);
+    return m->prev.coll_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
+                                  m->prev.coll_ialltoall_module);
+}
+
+static int entry_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                        int rcount, struct ompi_datatype_t *rdtype, int root,
+                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_gather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                        ompi_comm_rank(comm), ompi_comm_size(comm), type_query);
+    if (take(m, &call, false, why))
+        return serve(m, &call, NULL);
+    return m->prev.coll_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                               m->prev.coll_gather_module);
+}
+
+static int entry_igather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                         int rcount, struct ompi_datatype_t *rdtype, int root,
+                         struct ompi_communicator_t *comm, ompi_request_t **request,
+                         mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_gather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                        ompi_comm_rank(comm), ompi_comm_size(comm), type_query);
+    if (take(m, &call, true, why))
+        return serve(m, &call, request);
+    return m->prev.coll_igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
+                                m->prev.coll_igather_module);
+}
+
+static int entry_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                         int rcount, struct ompi_datatype_t *rdtype, int root,
+                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_scatter(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                         ompi_comm_rank(comm), ompi_comm_size(comm), type_query);
+    if (take(m, &call, false, why))
+        return serve(m, &call, NULL);
+    return m->prev.coll_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                                m->prev.coll_scatter_module);
+}
+
+static int entry_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                          void *rbuf, int rcount, struct ompi_datatype_t *rdtype, int root,
+                          struct ompi_communicator_t *comm, ompi_request_t **request,
+                          mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    const char *why = xcmpi_plan_scatter(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                         ompi_comm_rank(comm), ompi_comm_size(comm), type_query);
+    if (take(m, &call, true, why))
+        return serve(m, &call, request);
+    return m->prev.coll_iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
+                                 m->prev.coll_iscatter_module);
+}
+
+static int entry_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    xcmpi_plan_barrier(&call);
+    if (take(m, &call, false, NULL))
+        return serve(m, &call, NULL);
+    return m->prev.coll_barrier(comm, m->prev.coll_barrier_module);
+}
+
+static int entry_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
+                          mca_coll_base_module_t *module)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    xcmpi_call_t call;
+    xcmpi_plan_barrier(&call);
+    if (take(m, &call, true, NULL))
+        return serve(m, &call, request);
+    return m->prev.coll_ibarrier(comm, request, m->prev.coll_ibarrier_module);
+}
+
+/* --- the module ------------------------------------------------------------------- */
+
+/* Applies ACTION(name) to every handler the module may call on the
+ * previous layer; allgather and allreduce are also the bootstrap's. */
+#define XCOLL_FOR_EACH_PREV(ACTION)                                           \
+    ACTION(allreduce) ACTION(iallreduce) ACTION(bcast) ACTION(ibcast)         \
+    ACTION(reduce) ACTION(ireduce) ACTION(allgather) ACTION(iallgather)       \
+    ACTION(reduce_scatter_block) ACTION(ireduce_scatter_block)                \
+    ACTION(reduce_scatter) ACTION(ireduce_scatter) ACTION(alltoall)           \
+    ACTION(ialltoall) ACTION(gather) ACTION(igather) ACTION(scatter)          \
+    ACTION(iscatter) ACTION(barrier) ACTION(ibarrier)
+
+static void module_construct(mca_coll_xcoll_module_t *m)
+{
+    m->comm = NULL;
+    m->xcomm = NULL;
+    m->state = XCOLL_OMPI_COMM_NONE;
+    memset(&m->prev, 0, sizeof(m->prev));
+    m->prev_retained = false;
+}
+
+/* Runs when the communicator is freed (or at MPI_Finalize) and its last
+ * nonblocking xcoll operation is done. */
+static void module_destruct(mca_coll_xcoll_module_t *m)
+{
+    if (m->xcomm != NULL) {
+        xcoll_status_t status = xcoll_comm_destroy(m->xcomm);
+        if (status != XCOLL_OK)
+            xcmpi_warn("destroying an xcoll communicator: %s", xcoll_strerror(status));
+        else
+            xcmpi_debug("xcoll communicator destroyed");
+        m->xcomm = NULL;
+    }
+    if (m->prev_retained) {
+#define XCOLL_RELEASE_PREV(name)                                  \
+        if (m->prev.coll_##name##_module != NULL)                \
+            OBJ_RELEASE(m->prev.coll_##name##_module);
+        XCOLL_FOR_EACH_PREV(XCOLL_RELEASE_PREV)
+#undef XCOLL_RELEASE_PREV
+        m->prev_retained = false;
+    }
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_xcoll_module_t, mca_coll_base_module_t, module_construct,
+                   module_destruct);
+
+/* Open MPI enables modules from the lowest priority up, so comm->c_coll
+ * holds the handlers that serve this communicator without us. */
+static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_xcoll_module_t *m = XMODULE(module);
+    const char *missing = NULL;
+
+#define XCOLL_CHECK_PREV(name)                                                \
+    if (missing == NULL && (comm->c_coll->coll_##name == NULL ||              \
+                            comm->c_coll->coll_##name##_module == NULL))      \
+        missing = #name;
+    XCOLL_FOR_EACH_PREV(XCOLL_CHECK_PREV)
+#undef XCOLL_CHECK_PREV
+    if (missing != NULL) {
+        xcmpi_warn("not enabled on %s: no other component provides %s to fall back to",
+                   comm->c_name, missing);
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+    m->comm = comm;
+    m->prev = *comm->c_coll;
+#define XCOLL_RETAIN_PREV(name) OBJ_RETAIN(m->prev.coll_##name##_module);
+    XCOLL_FOR_EACH_PREV(XCOLL_RETAIN_PREV)
+#undef XCOLL_RETAIN_PREV
+    m->prev_retained = true;
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_xcoll_comm_query(struct ompi_communicator_t *comm, int *priority)
+{
+    const mca_coll_xcoll_params_t *p = &mca_coll_xcoll_params;
+    mca_coll_xcoll_module_t *m;
+    xcmpi_mask_t mask = p->mask;
+
+    if (!p->enable || mask == 0)
+        return NULL;
+    if (OMPI_COMM_IS_INTER(comm)) {
+        xcmpi_debug("declined %s: an intercommunicator", comm->c_name);
+        return NULL;
+    }
+    if (ompi_comm_size(comm) < p->min_size) {
+        xcmpi_debug("declined %s: size %d is below coll_xcoll_np=%d", comm->c_name,
+                    ompi_comm_size(comm), p->min_size);
+        return NULL;
+    }
+    m = OBJ_NEW(mca_coll_xcoll_module_t);
+    if (m == NULL)
+        return NULL;
+    *priority = p->priority;
+    m->super.coll_module_enable = module_enable;
+
+#define XCOLL_SET(coll, name)                                                         \
+    m->super.coll_##name = (mask & XCMPI_BIT(coll, 0)) ? entry_##name : NULL;          \
+    m->super.coll_i##name = (mask & XCMPI_BIT(coll, 1)) ? entry_i##name : NULL;
+    XCOLL_SET(XCMPI_ALLREDUCE, allreduce)
+    XCOLL_SET(XCMPI_BCAST, bcast)
+    XCOLL_SET(XCMPI_REDUCE, reduce)
+    XCOLL_SET(XCMPI_ALLGATHER, allgather)
+    XCOLL_SET(XCMPI_REDUCE_SCATTER_BLOCK, reduce_scatter_block)
+    XCOLL_SET(XCMPI_REDUCE_SCATTER, reduce_scatter)
+    XCOLL_SET(XCMPI_ALLTOALL, alltoall)
+    XCOLL_SET(XCMPI_GATHER, gather)
+    XCOLL_SET(XCMPI_SCATTER, scatter)
+    XCOLL_SET(XCMPI_BARRIER, barrier)
+#undef XCOLL_SET
+    return &m->super;
+}

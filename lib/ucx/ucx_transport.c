@@ -1,0 +1,739 @@
+/* The UCX transport: one UCP context and worker per process, shared by every
+ * communicator; endpoints cached by the remote worker's address so that
+ * communicators over the same processes share them; tagged nonblocking
+ * send/recv; and a back-off for waiting that gives the core away when a job
+ * has more ranks than cores. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ucp/api/ucp.h>
+
+#include "log.h"
+#include "tag.h"
+#include "transport.h"
+
+/* Lives in the user area UCX reserves at the address of every request it
+ * returns (ucp_params.request_size), so test() knows what it is looking at
+ * without a side table. Written after each post; UCX never touches it. */
+typedef struct {
+    uint64_t tag;
+    size_t len;
+    int peer;
+    int is_recv;
+} xc_ucx_req_t;
+
+/* One endpoint to one remote worker, shared by every communicator that
+ * includes that process. */
+typedef struct xc_ucx_ep {
+    struct xc_ucx_ep *next; /* hash chain */
+    ucp_ep_h ep;
+    unsigned refs;
+    uint64_t hash;
+    size_t addr_len;
+    unsigned char addr[];
+} xc_ucx_ep_t;
+
+typedef struct {
+    int rank;
+    int size;
+    xc_ucx_ep_t **peers; /* indexed by rank in the communicator */
+} xc_ucx_comm_t;
+
+/* Process-wide state. The library is single threaded (xcoll.h). */
+static struct {
+    unsigned comms;          /* live communicators; the worker goes with the last */
+    ucp_context_h context;
+    ucp_worker_h worker;
+    int efd;                 /* worker event fd, -1 when wakeup is unavailable */
+    ucp_address_t *addr;
+    size_t addr_len;
+    xc_ucx_ep_t **buckets;
+    size_t nbuckets;         /* power of two, or 0 */
+    size_t neps;
+    /* back-off state: the current idle streak began at idle_since_ns */
+    unsigned last_idle_round;
+    uint64_t idle_since_ns;
+} g_ucx = { .efd = -1 };
+
+/* Back-off, in microseconds since progress last found something: spin
+ * until spin_us, then sched_yield() until yield_us, then sleep on the
+ * worker's event fd (at most sleep_us per call).
+ *
+ * Measured on 2 cores (test/mpi/test_transport.c): with a core per rank,
+ * spinning saves ~0.1 us a round trip over yielding; with 8 ranks on 2
+ * cores, any spinning is ruinous (8 ms round trips with pure polling,
+ * 14 us with 5 us of spin, 4 us without), yielding at once is best, and
+ * sleeping at once costs ~20 us a hop in wake-up latency. Sleeping is
+ * for long waits, where it hands the core to ranks that compute.
+ * Hence two settings, chosen by whether some communicator put more ranks
+ * on this node than it has CPUs. XCOLL_UCX_SPIN_US, XCOLL_UCX_YIELD_US and
+ * XCOLL_UCX_SLEEP_US override both. */
+typedef struct {
+    unsigned spin_us, yield_us, sleep_us;
+} xc_ucx_backoff_t;
+
+static const xc_ucx_backoff_t g_backoff_dedicated = { 20, 1000, 2000 };
+static const xc_ucx_backoff_t g_backoff_oversubscribed = { 0, 1000, 2000 };
+static xc_ucx_backoff_t g_backoff;
+static int g_oversubscribed;
+
+/* Any valid address will do for a zero-length transfer. */
+static unsigned char g_dummy_byte;
+
+/* 1 MiB is far beyond any UCX worker address; a bigger length means the
+ * bootstrap gathered garbage. */
+#define XC_UCX_MAX_ADDR_LEN ((size_t)1 << 20)
+
+/* Endpoint close in flush mode waits for outstanding sends; a peer that is
+ * gone must not hang comm_fini forever. */
+#define XC_UCX_CLOSE_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned env_unsigned(const char *name, unsigned dflt)
+{
+    const char *s = getenv(name);
+    char *end;
+    unsigned long v;
+    if (s == NULL || *s == '\0')
+        return dflt;
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v > 100000000ul) {
+        xc_warn("ignoring %s=%s: not a number of microseconds", name, s);
+        return dflt;
+    }
+    return (unsigned)v;
+}
+
+static uint64_t addr_hash(const void *addr, size_t len)
+{
+    /* FNV-1a: addresses contain a random worker uid, so any mixing will do */
+    const unsigned char *p = addr;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* --- back-off settings ----------------------------------------------------------- */
+
+static void backoff_select(int oversubscribed)
+{
+    g_backoff = oversubscribed ? g_backoff_oversubscribed : g_backoff_dedicated;
+    g_backoff.spin_us = env_unsigned("XCOLL_UCX_SPIN_US", g_backoff.spin_us);
+    g_backoff.yield_us = env_unsigned("XCOLL_UCX_YIELD_US", g_backoff.yield_us);
+    g_backoff.sleep_us = env_unsigned("XCOLL_UCX_SLEEP_US", g_backoff.sleep_us);
+}
+
+/* Names the machine (hostname and kernel boot id, so that containers
+ * sharing a kernel count as one node) to count the ranks sharing its CPUs. */
+static uint64_t node_id(void)
+{
+    char buf[512];
+    FILE *f;
+    memset(buf, 0, sizeof(buf));
+    if (gethostname(buf, 255) != 0)
+        buf[0] = '\0';
+    f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        size_t n = strlen(buf);
+        if (fgets(buf + n, (int)(sizeof(buf) - n), f) == NULL)
+            buf[n] = '\0';
+        fclose(f);
+    }
+    return addr_hash(buf, strlen(buf));
+}
+
+/* --- process-wide context and worker ---------------------------------------- */
+
+static void worker_destroy(void)
+{
+    if (g_ucx.addr != NULL)
+        ucp_worker_release_address(g_ucx.worker, g_ucx.addr);
+    if (g_ucx.worker != NULL)
+        ucp_worker_destroy(g_ucx.worker);
+    if (g_ucx.context != NULL)
+        ucp_cleanup(g_ucx.context);
+    free(g_ucx.buckets);
+    g_ucx.addr = NULL;
+    g_ucx.worker = NULL;
+    g_ucx.context = NULL;
+    g_ucx.buckets = NULL;
+    g_ucx.nbuckets = 0;
+    g_ucx.neps = 0;
+    g_ucx.efd = -1;
+}
+
+static ucs_status_t context_create(int estimated_eps, uint64_t features)
+{
+    ucp_config_t *config;
+    ucp_params_t params;
+    ucs_status_t status = ucp_config_read(NULL, NULL, &config);
+    if (status != UCS_OK)
+        return status;
+    /* With the default "get" rendezvous the receiver still owes the sender
+     * an acknowledgement after its receive completed; if the application
+     * then blocks elsewhere (in MPI, say) our worker is not progressed and
+     * the sender waits forever. With "put" the sender pushes the data and
+     * nobody owes anything once their side completed. */
+    if (getenv("UCX_RNDV_SCHEME") == NULL &&
+        ucp_config_modify(config, "RNDV_SCHEME", "put_zcopy") != UCS_OK)
+        xc_warn("could not select the put rendezvous scheme; a rank that leaves xcoll "
+                "right after a large receive may stall its sender");
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE |
+                        UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    params.features = features;
+    params.request_size = sizeof(xc_ucx_req_t);
+    params.mt_workers_shared = 0;
+    params.estimated_num_eps = (size_t)estimated_eps;
+    status = ucp_init(&params, config, &g_ucx.context);
+    ucp_config_release(config);
+    return status;
+}
+
+static xcoll_status_t worker_create(int estimated_eps)
+{
+    ucp_worker_params_t wparams;
+    ucp_worker_attr_t wattr;
+    ucs_status_t status;
+
+    g_oversubscribed = 0;
+    backoff_select(0);
+
+    /* Wakeup lets an idle rank sleep; a UCX build whose transports cannot
+     * wake us still works, with yield-only back-off. */
+    status = context_create(estimated_eps, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP);
+    if (status != UCS_OK) {
+        xc_info("UCX context with wakeup failed (%s); retrying without",
+                ucs_status_string(status));
+        status = context_create(estimated_eps, UCP_FEATURE_TAG);
+    }
+    if (status != UCS_OK) {
+        xc_error("ucp_init failed: %s", ucs_status_string(status));
+        g_ucx.context = NULL;
+        return XCOLL_ERR_TRANSPORT;
+    }
+
+    memset(&wparams, 0, sizeof(wparams));
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    status = ucp_worker_create(g_ucx.context, &wparams, &g_ucx.worker);
+    if (status != UCS_OK) {
+        xc_error("ucp_worker_create failed: %s", ucs_status_string(status));
+        g_ucx.worker = NULL;
+        worker_destroy();
+        return XCOLL_ERR_TRANSPORT;
+    }
+
+    memset(&wattr, 0, sizeof(wattr));
+    wattr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS;
+    status = ucp_worker_query(g_ucx.worker, &wattr);
+    if (status != UCS_OK) {
+        xc_error("ucp_worker_query(address) failed: %s", ucs_status_string(status));
+        worker_destroy();
+        return XCOLL_ERR_TRANSPORT;
+    }
+    g_ucx.addr = wattr.address;
+    g_ucx.addr_len = wattr.address_length;
+
+    if (ucp_worker_get_efd(g_ucx.worker, &g_ucx.efd) != UCS_OK) {
+        xc_info("UCX worker has no event fd: waiting will yield instead of sleeping");
+        g_ucx.efd = -1;
+    }
+    xc_debug("UCX worker ready: address %zu bytes, event fd %d", g_ucx.addr_len, g_ucx.efd);
+    return XCOLL_OK;
+}
+
+/* --- endpoint cache ------------------------------------------------------------ */
+
+static xcoll_status_t cache_grow(void)
+{
+    size_t n = g_ucx.nbuckets ? g_ucx.nbuckets * 2 : 64;
+    xc_ucx_ep_t **b = calloc(n, sizeof(*b));
+    if (b == NULL) {
+        xc_error("out of memory growing the endpoint cache to %zu buckets", n);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < g_ucx.nbuckets; i++) {
+        xc_ucx_ep_t *e = g_ucx.buckets[i];
+        while (e != NULL) {
+            xc_ucx_ep_t *next = e->next;
+            e->next = b[e->hash & (n - 1)];
+            b[e->hash & (n - 1)] = e;
+            e = next;
+        }
+    }
+    free(g_ucx.buckets);
+    g_ucx.buckets = b;
+    g_ucx.nbuckets = n;
+    return XCOLL_OK;
+}
+
+/* The endpoint to the worker at addr, created on first use; takes a
+ * reference. */
+static xcoll_status_t ep_get(const void *addr, size_t len, int rank, xc_ucx_ep_t **out)
+{
+    uint64_t h = addr_hash(addr, len);
+    xc_ucx_ep_t *e;
+    ucp_ep_params_t params;
+    ucs_status_t status;
+    xcoll_status_t st;
+
+    if (g_ucx.nbuckets != 0) {
+        for (e = g_ucx.buckets[h & (g_ucx.nbuckets - 1)]; e != NULL; e = e->next) {
+            if (e->hash == h && e->addr_len == len && memcmp(e->addr, addr, len) == 0) {
+                e->refs++;
+                *out = e;
+                return XCOLL_OK;
+            }
+        }
+    }
+    if (g_ucx.neps >= g_ucx.nbuckets && (st = cache_grow()) != XCOLL_OK)
+        return st;
+
+    e = malloc(sizeof(*e) + len);
+    if (e == NULL) {
+        xc_error("out of memory for the endpoint to rank %d", rank);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    memcpy(e->addr, addr, len);
+    e->addr_len = len;
+    e->hash = h;
+    e->refs = 1;
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address = (const ucp_address_t *)e->addr;
+    status = ucp_ep_create(g_ucx.worker, &params, &e->ep);
+    if (status != UCS_OK) {
+        xc_error("ucp_ep_create to rank %d failed: %s", rank, ucs_status_string(status));
+        free(e);
+        return XCOLL_ERR_TRANSPORT;
+    }
+    e->next = g_ucx.buckets[h & (g_ucx.nbuckets - 1)];
+    g_ucx.buckets[h & (g_ucx.nbuckets - 1)] = e;
+    g_ucx.neps++;
+    *out = e;
+    return XCOLL_OK;
+}
+
+static void cache_unlink(xc_ucx_ep_t *e)
+{
+    xc_ucx_ep_t **p = &g_ucx.buckets[e->hash & (g_ucx.nbuckets - 1)];
+    while (*p != e)
+        p = &(*p)->next;
+    *p = e->next;
+    g_ucx.neps--;
+}
+
+/* Drops one reference from each of eps[0..n); closes the endpoints that
+ * nobody uses any more, all at once, flushing what they still send. */
+static void eps_release(xc_ucx_ep_t **eps, int n)
+{
+    void **close_reqs = calloc((size_t)n, sizeof(*close_reqs));
+    int nclose = 0;
+    uint64_t deadline;
+
+    for (int i = 0; i < n; i++) {
+        xc_ucx_ep_t *e = eps[i];
+        ucp_request_param_t param;
+        void *r;
+        if (e == NULL || --e->refs > 0)
+            continue;
+        cache_unlink(e);
+        memset(&param, 0, sizeof(param));
+        /* flush mode (no FORCE flag): a send that completed locally may
+         * still sit in a TCP buffer, and a forced close would drop it */
+        if (close_reqs == NULL) {
+            /* no memory to track closes: force, which completes at once */
+            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        }
+        r = ucp_ep_close_nbx(e->ep, &param);
+        if (UCS_PTR_IS_ERR(r)) {
+            xc_debug("closing the endpoint to rank %d: %s", i,
+                     ucs_status_string(UCS_PTR_STATUS(r)));
+        } else if (r != NULL) {
+            if (close_reqs != NULL)
+                close_reqs[nclose++] = r;
+            else
+                ucp_request_free(r);
+        }
+        free(e);
+    }
+
+    deadline = now_ns() + XC_UCX_CLOSE_TIMEOUT_NS;
+    for (int i = 0; i < nclose; i++) {
+        while (ucp_request_check_status(close_reqs[i]) == UCS_INPROGRESS) {
+            if (now_ns() > deadline) {
+                xc_warn("%d endpoint(s) did not finish flushing within %llu s; abandoning them",
+                        nclose - i, XC_UCX_CLOSE_TIMEOUT_NS / 1000000000ull);
+                for (int j = i; j < nclose; j++)
+                    ucp_request_free(close_reqs[j]);
+                nclose = 0;
+                break;
+            }
+            ucp_worker_progress(g_ucx.worker);
+        }
+        if (i < nclose)
+            ucp_request_free(close_reqs[i]);
+    }
+    free(close_reqs);
+}
+
+/* --- communicator ------------------------------------------------------------- */
+
+static void ucx_comm_fini(void *tl_comm)
+{
+    xc_ucx_comm_t *c = tl_comm;
+    if (c == NULL)
+        return;
+    eps_release(c->peers, c->size);
+    free(c->peers);
+    free(c);
+    if (--g_ucx.comms == 0)
+        worker_destroy();
+}
+
+/* Gathers every rank's worker address: lengths (with node ids) first,
+ * then the addresses padded to the longest. On success *all holds size
+ * slots of *slot bytes and lens[r] says how many of slot r are the address.
+ * Also notes whether this communicator puts more ranks on this node than
+ * it has CPUs, which decides the back-off. */
+static xcoll_status_t exchange_addresses(const xcoll_bootstrap_t *boot, uint64_t *lens,
+                                         unsigned char **all, size_t *slot)
+{
+    uint64_t mine_hdr[2] = { g_ucx.addr_len, node_id() }, max_len = 0;
+    uint64_t *hdrs;
+    unsigned char *mine;
+    size_t size = (size_t)boot->size, local = 0;
+    long cpus;
+
+    hdrs = malloc(size * sizeof(mine_hdr));
+    if (hdrs == NULL) {
+        xc_error("out of memory for %zu UCX address lengths", size);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    if (boot->allgather(mine_hdr, hdrs, sizeof(mine_hdr), boot->ctx) != 0) {
+        xc_error("bootstrap allgather of UCX address lengths failed");
+        free(hdrs);
+        return XCOLL_ERR_BOOTSTRAP;
+    }
+    if (memcmp(&hdrs[2 * boot->rank], mine_hdr, sizeof(mine_hdr)) != 0) {
+        xc_error("bootstrap allgather is broken: slot %d does not hold this rank's data",
+                 boot->rank);
+        free(hdrs);
+        return XCOLL_ERR_BOOTSTRAP;
+    }
+    for (size_t r = 0; r < size; r++) {
+        lens[r] = hdrs[2 * r];
+        local += hdrs[2 * r + 1] == mine_hdr[1];
+    }
+    free(hdrs);
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus > 0 && local > (size_t)cpus && !g_oversubscribed) {
+        xc_info("%zu ranks share %ld CPUs on this node: waiting ranks will yield at once",
+                local, cpus);
+        g_oversubscribed = 1;
+        backoff_select(1);
+    }
+
+    for (size_t r = 0; r < size; r++) {
+        if (lens[r] == 0 || lens[r] > XC_UCX_MAX_ADDR_LEN) {
+            xc_error("bootstrap gave rank %zu a UCX address of %llu bytes", r,
+                     (unsigned long long)lens[r]);
+            return XCOLL_ERR_BOOTSTRAP;
+        }
+        if (lens[r] > max_len)
+            max_len = lens[r];
+    }
+    /* size <= XC_MAX_RANKS (2^20) and max_len <= 2^20 so this cannot overflow */
+    *slot = (size_t)max_len;
+    mine = calloc(1, *slot);
+    *all = malloc(size * *slot);
+    if (mine == NULL || *all == NULL) {
+        xc_error("out of memory for %zu UCX addresses of up to %zu bytes", size, *slot);
+        free(mine);
+        free(*all);
+        *all = NULL;
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    memcpy(mine, g_ucx.addr, g_ucx.addr_len);
+    if (boot->allgather(mine, *all, *slot, boot->ctx) != 0) {
+        xc_error("bootstrap allgather of UCX addresses (%zu bytes each) failed", *slot);
+        free(mine);
+        free(*all);
+        *all = NULL;
+        return XCOLL_ERR_BOOTSTRAP;
+    }
+    if (memcmp(*all + (size_t)boot->rank * *slot, mine, *slot) != 0) {
+        xc_error("bootstrap allgather is broken: slot %d does not hold this rank's address",
+                 boot->rank);
+        free(mine);
+        free(*all);
+        *all = NULL;
+        return XCOLL_ERR_BOOTSTRAP;
+    }
+    free(mine);
+    return XCOLL_OK;
+}
+
+static xcoll_status_t ucx_comm_init(const xcoll_bootstrap_t *boot, void **tl_comm)
+{
+    xc_ucx_comm_t *c;
+    uint64_t *lens = NULL;
+    unsigned char *all = NULL;
+    size_t slot = 0;
+    xcoll_status_t st;
+
+    if (tl_comm == NULL)
+        return XCOLL_ERR_INVALID_ARG;
+    *tl_comm = NULL;
+    if (boot == NULL || boot->allgather == NULL) {
+        xc_error("UCX transport: no bootstrap allgather");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    if (boot->size <= 0 || (unsigned)boot->size > XC_MAX_RANKS || boot->rank < 0 ||
+        boot->rank >= boot->size) {
+        xc_error("UCX transport: bad bootstrap rank %d / size %d (at most %u ranks)",
+                 boot->rank, boot->size, XC_MAX_RANKS);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+
+    if (g_ucx.comms == 0 && (st = worker_create(boot->size)) != XCOLL_OK)
+        return st;
+    g_ucx.comms++; /* from here on, ucx_comm_fini undoes everything */
+
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        xc_error("out of memory for a UCX communicator");
+        if (--g_ucx.comms == 0)
+            worker_destroy();
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    c->rank = boot->rank;
+    c->size = boot->size;
+    c->peers = calloc((size_t)boot->size, sizeof(*c->peers));
+    lens = calloc((size_t)boot->size, sizeof(*lens));
+    if (c->peers == NULL || lens == NULL) {
+        xc_error("out of memory for %d UCX peers", boot->size);
+        st = XCOLL_ERR_NO_MEMORY;
+        goto fail;
+    }
+
+    st = exchange_addresses(boot, lens, &all, &slot);
+    if (st != XCOLL_OK)
+        goto fail;
+    for (int r = 0; r < boot->size; r++) {
+        st = ep_get(all + (size_t)r * slot, (size_t)lens[r], r, &c->peers[r]);
+        if (st != XCOLL_OK)
+            goto fail;
+    }
+    free(all);
+    free(lens);
+    *tl_comm = c;
+    return XCOLL_OK;
+
+fail:
+    free(all);
+    free(lens);
+    ucx_comm_fini(c);
+    return st;
+}
+
+/* --- point to point ------------------------------------------------------------ */
+
+static xcoll_status_t post_result(ucs_status_ptr_t r, int is_recv, int peer, uint64_t tag,
+                                  size_t len, void **req)
+{
+    xc_ucx_req_t *ur;
+    if (r == NULL) {
+        *req = NULL;
+        return XCOLL_OK;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        ucs_status_t s = UCS_PTR_STATUS(r);
+        *req = NULL;
+        if (s == UCS_ERR_MESSAGE_TRUNCATED) {
+            xc_error("message from rank %d with tag 0x%016llx is longer than the %zu bytes expected",
+                     peer, (unsigned long long)tag, len);
+            return XCOLL_ERR_TRUNCATED;
+        }
+        xc_error("UCX %s of %zu bytes %s rank %d (tag 0x%016llx) failed: %s",
+                 is_recv ? "receive" : "send", len, is_recv ? "from" : "to", peer,
+                 (unsigned long long)tag, ucs_status_string(s));
+        return XCOLL_ERR_TRANSPORT;
+    }
+    ur = r;
+    ur->tag = tag;
+    ur->len = len;
+    ur->peer = peer;
+    ur->is_recv = is_recv;
+    *req = r;
+    return XCOLL_OK;
+}
+
+static int peer_ok(const xc_ucx_comm_t *c, int peer, void **req)
+{
+    if (c == NULL || req == NULL || peer < 0 || peer >= c->size) {
+        xc_error("UCX transport: bad communicator, request pointer or peer %d", peer);
+        return 0;
+    }
+    return 1;
+}
+
+static xcoll_status_t ucx_isend(void *tl_comm, int peer, uint64_t tag, const void *buf,
+                                size_t len, void **req)
+{
+    xc_ucx_comm_t *c = tl_comm;
+    ucp_request_param_t param;
+    if (!peer_ok(c, peer, req))
+        return XCOLL_ERR_INVALID_ARG;
+    param.op_attr_mask = 0;
+    if (buf == NULL)
+        buf = &g_dummy_byte;
+    return post_result(ucp_tag_send_nbx(c->peers[peer]->ep, buf, len, tag, &param), 0, peer,
+                       tag, len, req);
+}
+
+static xcoll_status_t ucx_irecv(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
+                                void **req)
+{
+    xc_ucx_comm_t *c = tl_comm;
+    ucp_request_param_t param;
+    if (!peer_ok(c, peer, req))
+        return XCOLL_ERR_INVALID_ARG;
+    /* Always get a request back: UCX 1.13 completes a receive that matches
+     * an unexpected message at once without filling recv_info, so the
+     * received length (our truncation check) is only known from the
+     * request. */
+    param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    if (buf == NULL)
+        buf = &g_dummy_byte;
+    return post_result(ucp_tag_recv_nbx(g_ucx.worker, buf, len, tag, XC_TAG_MASK_ALL, &param), 1,
+                       peer, tag, len, req);
+}
+
+static xcoll_status_t ucx_test(void *tl_comm, void *req)
+{
+    xc_ucx_req_t *ur = req;
+    ucs_status_t s;
+    ucp_tag_recv_info_t info;
+    xcoll_status_t st = XCOLL_OK;
+    (void)tl_comm;
+
+    if (req == NULL)
+        return XCOLL_OK;
+    if (ur->is_recv) {
+        s = ucp_tag_recv_request_test(req, &info);
+        if (s == UCS_INPROGRESS)
+            return XCOLL_INPROGRESS;
+        if (s == UCS_OK && info.length != ur->len) {
+            xc_error("rank %d sent %zu bytes with tag 0x%016llx where %zu were expected",
+                     ur->peer, info.length, (unsigned long long)ur->tag, ur->len);
+            st = XCOLL_ERR_TRUNCATED;
+        }
+    } else {
+        s = ucp_request_check_status(req);
+        if (s == UCS_INPROGRESS)
+            return XCOLL_INPROGRESS;
+    }
+    if (s == UCS_ERR_MESSAGE_TRUNCATED) {
+        xc_error("message from rank %d with tag 0x%016llx is longer than the %zu bytes expected",
+                 ur->peer, (unsigned long long)ur->tag, ur->len);
+        st = XCOLL_ERR_TRUNCATED;
+    } else if (s != UCS_OK) {
+        xc_error("UCX %s of %zu bytes %s rank %d (tag 0x%016llx) failed: %s",
+                 ur->is_recv ? "receive" : "send", ur->len, ur->is_recv ? "from" : "to",
+                 ur->peer, (unsigned long long)ur->tag, ucs_status_string(s));
+        st = XCOLL_ERR_TRANSPORT;
+    }
+    ucp_request_free(req);
+    return st;
+}
+
+static void ucx_cancel(void *tl_comm, void *req)
+{
+    (void)tl_comm;
+    if (req == NULL)
+        return;
+    /* An unmatched receive completes as canceled right here. A send, or a
+     * receive already matched, goes on inside UCX after we free the handle:
+     * ucp_request_free is legal on a request in flight. */
+    ucp_request_cancel(g_ucx.worker, req);
+    ucp_request_free(req);
+}
+
+static int ucx_progress(void *tl_comm)
+{
+    (void)tl_comm;
+    return (int)ucp_worker_progress(g_ucx.worker);
+}
+
+static void ucx_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
+{
+    uint64_t now = now_ns(), idle_us;
+    unsigned wait_us;
+    struct timespec ts;
+    struct pollfd pfd;
+    ucs_status_t s;
+    (void)tl_comm;
+
+    /* a new streak of idle rounds starts the clock again */
+    if (idle_rounds <= g_ucx.last_idle_round)
+        g_ucx.idle_since_ns = now;
+    g_ucx.last_idle_round = idle_rounds;
+    idle_us = (now - g_ucx.idle_since_ns) / 1000;
+
+    if (idle_us < g_backoff.spin_us)
+        return;
+    if (idle_us < g_backoff.yield_us || g_ucx.efd < 0 || max_wait_us == 0) {
+        sched_yield();
+        return;
+    }
+    /* Arm only after a progress call found nothing (the engine's contract
+     * for idle); BUSY means events arrived meanwhile: go progress them. */
+    s = ucp_worker_arm(g_ucx.worker);
+    if (s == UCS_ERR_BUSY)
+        return;
+    if (s != UCS_OK) {
+        sched_yield();
+        return;
+    }
+    /* The timeout only bounds what a lost wakeup could cost (e.g. traffic
+     * to self, which signals nothing). */
+    wait_us = max_wait_us < g_backoff.sleep_us ? max_wait_us : g_backoff.sleep_us;
+    ts.tv_sec = wait_us / 1000000;
+    ts.tv_nsec = (long)(wait_us % 1000000) * 1000;
+    pfd.fd = g_ucx.efd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    (void)ppoll(&pfd, 1, &ts, NULL);
+}
+
+const xc_transport_t xc_ucx_transport = {
+    .name = "ucx",
+    .comm_init = ucx_comm_init,
+    .comm_fini = ucx_comm_fini,
+    .isend = ucx_isend,
+    .irecv = ucx_irecv,
+    .test = ucx_test,
+    .cancel = ucx_cancel,
+    .progress = ucx_progress,
+    .idle = ucx_idle,
+};

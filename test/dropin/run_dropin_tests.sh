@@ -1,0 +1,296 @@
+#!/bin/sh
+# run_dropin_tests.sh - xcoll under an MPI program that does not know it:
+# test/dropin/dropin_test runs at 1..8 ranks under plain MPI, under the
+# Open MPI coll component and with the PMPI library (preloaded, and linked
+# in), and every output must equal plain MPI's. Then the logs must show
+# that xcoll really served the calls, and that the MCA parameters work.
+#
+# Environment (make check sets the first ones):
+#   MPIRUN, MPIRUN_FLAGS     launcher (default: mpirun --allow-run-as-root --oversubscribe)
+#   top_builddir             build tree (default: .)
+#   DROPIN_NPS               rank counts (default: 1 2 3 4 5 6 7 8)
+#   DROPIN_TEST              the test program (default: $top_builddir/test/dropin/dropin_test)
+#   DROPIN_TEST_LINKED       the same with libxcoll_mpi linked in (optional)
+#   XCOLL_COMPONENT_DIR      directory of mca_coll_xcoll.so (default: $top_builddir/lib/mpi/.libs)
+#   XCOLL_PMPI_LIB           libxcoll_mpi.so (default: $top_builddir/lib/mpi/.libs/libxcoll_mpi.so)
+#   XCOLL_LIBDIR             directory of libxcoll.so (default: $top_builddir/lib/.libs)
+#   OMPI_PKGLIBDIR           Open MPI's own components (default: asked from ompi_info)
+# Exit status: 0 pass, 1 fail, 77 skip (automake's convention).
+
+top_builddir=${top_builddir:-.}
+MPIRUN=${MPIRUN:-mpirun}
+if [ "${MPIRUN_FLAGS+set}" != set ]; then
+    MPIRUN_FLAGS="--allow-run-as-root --oversubscribe"
+fi
+NPS=${DROPIN_NPS:-"1 2 3 4 5 6 7 8"}
+TEST=${DROPIN_TEST:-$top_builddir/test/dropin/dropin_test}
+TEST_LINKED=${DROPIN_TEST_LINKED:-$top_builddir/test/dropin/dropin_test_linked}
+COMPONENT_DIR=${XCOLL_COMPONENT_DIR:-$top_builddir/lib/mpi/.libs}
+PMPI_LIB=${XCOLL_PMPI_LIB:-$top_builddir/lib/mpi/.libs/libxcoll_mpi.so}
+LIBDIR=${XCOLL_LIBDIR:-$top_builddir/lib/.libs}
+# A hung run must fail the test, not the whole make check.
+RUN_TIMEOUT=${DROPIN_TIMEOUT:-120}
+
+if [ ! -x "$TEST" ]; then
+    echo "SKIP: $TEST not built"
+    exit 77
+fi
+case "$($MPIRUN --version 2>&1)" in
+    *"Open MPI"*|*"OpenRTE"*) is_ompi=yes ;;
+    *) is_ompi=no ;;
+esac
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/xcoll-dropin.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT INT TERM
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+
+# The uninstalled libxcoll must be found by the component and the PMPI
+# library; a sanitizer build must have its runtime loaded first.
+LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH
+asan_rt=
+if [ -f "$PMPI_LIB" ]; then
+    asan_rt=$(ldd "$PMPI_LIB" 2>/dev/null | awk '/libasan/ {print $3; exit}')
+fi
+preload_base=${asan_rt}
+
+# launch NP LOGFILE [launcher args...] -- [program args...]: runs the test
+# program (or $prog when set) and keeps stdout; stderr goes to LOGFILE.
+launch() {
+    np=$1
+    log=$2
+    shift 2
+    # shellcheck disable=SC2086
+    timeout "$RUN_TIMEOUT" $MPIRUN $MPIRUN_FLAGS -np "$np" -x LD_LIBRARY_PATH "$@" 2>"$log"
+}
+
+# launch_logged NP LOGFILE args...: like launch, but LOGFILE gets each
+# rank's stderr whole: mpirun's merged stderr can cut lines of different
+# ranks into each other, which would defeat the greps below.
+launch_logged() {
+    logged_np=$1
+    logged_file=$2
+    shift 2
+    if [ "$is_ompi" = yes ]; then
+        rm -rf "$logged_file.d"
+        launch "$logged_np" "$logged_file.merged" --output-filename "$logged_file.d" "$@"
+        logged_status=$?
+        cat "$logged_file.d"/*/rank.*/stderr > "$logged_file" 2>/dev/null
+        return $logged_status
+    fi
+    launch "$logged_np" "$logged_file" "$@"
+}
+
+with_preload() {
+    if [ -n "$1" ] && [ -n "$preload_base" ]; then
+        echo "$preload_base $1"
+    elif [ -n "$1" ]; then
+        echo "$1"
+    else
+        echo "$preload_base"
+    fi
+}
+
+# --- find what was built --------------------------------------------------------
+have_component=no
+if [ "$is_ompi" = yes ] && [ -f "$COMPONENT_DIR/mca_coll_xcoll.so" ]; then
+    if [ -z "${OMPI_PKGLIBDIR:-}" ]; then
+        OMPI_PKGLIBDIR=$(ompi_info --path pkglibdir 2>/dev/null | sed -n 's/^.*[Pp]kglibdir: *//p')
+    fi
+    if [ -n "$OMPI_PKGLIBDIR" ]; then
+        have_component=yes
+        COMPONENT_PATH="$COMPONENT_DIR:$OMPI_PKGLIBDIR"
+    else
+        echo "NOTE: Open MPI's component directory unknown (ompi_info?): component not tested"
+    fi
+else
+    echo "NOTE: no coll component built (or not Open MPI): component not tested"
+fi
+have_pmpi=no
+if [ -f "$PMPI_LIB" ]; then
+    have_pmpi=yes
+else
+    echo "NOTE: $PMPI_LIB not built: PMPI library not tested"
+fi
+if [ "$have_component" = no ] && [ "$have_pmpi" = no ]; then
+    echo "SKIP: no drop-in built"
+    exit 77
+fi
+
+# Component flags: the tests force the component on (priority above
+# everything) and onto every communicator size, down to 1.
+COMP_ARGS="--mca mca_base_component_path $COMPONENT_PATH --mca coll_xcoll_priority 100 --mca coll_xcoll_np 1"
+comp_preload=$(with_preload "")
+comp_env=""
+if [ -n "$comp_preload" ]; then
+    comp_env="-x LD_PRELOAD=$comp_preload"
+fi
+pmpi_preload=$(with_preload "$PMPI_LIB")
+
+# --- identical results at every size ------------------------------------------------
+for np in $NPS; do
+    if ! launch "$np" "$work/plain.err" "$TEST" > "$work/plain.$np"; then
+        fail "plain MPI at $np ranks (exit status $?); stderr:"
+        tail -5 "$work/plain.err"
+        continue
+    fi
+    if ! grep -q '^dropin_test: done' "$work/plain.$np"; then
+        fail "plain MPI at $np ranks did not finish"
+        continue
+    fi
+    lines=$(wc -l < "$work/plain.$np")
+    if [ "$have_component" = yes ]; then
+        # shellcheck disable=SC2086
+        if ! launch "$np" "$work/comp.err" $COMP_ARGS $comp_env "$TEST" > "$work/comp.$np"; then
+            fail "component at $np ranks (exit status $?); stderr:"
+            tail -5 "$work/comp.err"
+        elif ! diff "$work/plain.$np" "$work/comp.$np" > "$work/comp.diff"; then
+            fail "component at $np ranks differs from plain MPI:"
+            head -10 "$work/comp.diff"
+        else
+            echo "PASS: component,   $np ranks: $lines lines identical to plain MPI"
+        fi
+    fi
+    if [ "$have_pmpi" = yes ]; then
+        if ! launch "$np" "$work/pmpi.err" -x LD_PRELOAD="$pmpi_preload" -x XCOLL_MPI_NP=1 \
+                "$TEST" > "$work/pmpi.$np"; then
+            fail "PMPI library (preloaded) at $np ranks (exit status $?); stderr:"
+            tail -5 "$work/pmpi.err"
+        elif ! diff "$work/plain.$np" "$work/pmpi.$np" > "$work/pmpi.diff"; then
+            fail "PMPI library (preloaded) at $np ranks differs from plain MPI:"
+            head -10 "$work/pmpi.diff"
+        else
+            echo "PASS: PMPI preload, $np ranks: $lines lines identical to plain MPI"
+        fi
+    fi
+done
+
+# --- xcoll really served the calls --------------------------------------------------
+PROOF_NP=4
+# expect LOG WHAT...: every WHAT must occur in LOG
+expect() {
+    log=$1
+    what=$2
+    shift 2
+    for pattern in "$@"; do
+        if ! grep -q -- "$pattern" "$log"; then
+            fail "$what: no log line matching '$pattern'"
+            return 1
+        fi
+    done
+    return 0
+}
+
+if [ "$have_component" = yes ]; then
+    # shellcheck disable=SC2086
+    if launch_logged $PROOF_NP "$work/served.err" $COMP_ARGS $comp_env -x XCOLL_LOG=info "$TEST" \
+            > "$work/served.out"; then
+        ok=yes
+        for coll in allreduce bcast reduce allgather reduce_scatter_block reduce_scatter \
+                    alltoall gather scatter barrier; do
+            expect "$work/served.err" "component, XCOLL_LOG=info" \
+                "info: served $coll on MPI_COMM_WORLD" "info: served i$coll on MPI_COMM_WORLD" || ok=no
+        done
+        expect "$work/served.err" "component fallback" \
+            "passed back bcast on MPI_COMM_WORLD (size $PROOF_NP): derived datatype" \
+            "passed back allreduce on MPI_COMM_WORLD (size $PROOF_NP): op is not" \
+            "passed back reduce_scatter on MPI_COMM_WORLD (size $PROOF_NP): receive counts differ" \
+            "served allreduce on .*SPLIT" "served allreduce on .*DUP" || ok=no
+        [ $ok = yes ] && echo "PASS: component served all 20 forms ($(grep -c 'info: served' "$work/served.err") calls) and passed back the rest, with reasons"
+    else
+        fail "component with XCOLL_LOG=info"
+        tail -5 "$work/served.err"
+    fi
+
+    # Only the component path, default priority: the one flag a user adds.
+    # shellcheck disable=SC2086
+    if launch_logged 2 "$work/default.err" --mca mca_base_component_path "$COMPONENT_PATH" $comp_env \
+            -x XCOLL_LOG=info "$TEST" --quick > "$work/default.out" &&
+            expect "$work/default.err" "component at default priority" \
+                "served allreduce on MPI_COMM_WORLD (size 2)"; then
+        echo "PASS: component used at its default priority with only mca_base_component_path"
+    fi
+
+    # coll_xcoll_enable=0: nothing served, same results.
+    # shellcheck disable=SC2086
+    if launch_logged 3 "$work/off.err" $COMP_ARGS --mca coll_xcoll_enable 0 $comp_env -x XCOLL_LOG=info \
+            "$TEST" --quick > "$work/off.out"; then
+        if grep -q 'info: served' "$work/off.err"; then
+            fail "coll_xcoll_enable=0 still served calls"
+        else
+            echo "PASS: coll_xcoll_enable=0 serves nothing"
+        fi
+    else
+        fail "component with coll_xcoll_enable=0"
+    fi
+
+    # coll_xcoll_colls=allreduce,ibcast: exactly those forms served.
+    # shellcheck disable=SC2086
+    if launch_logged 3 "$work/colls.err" $COMP_ARGS --mca coll_xcoll_colls allreduce,ibcast $comp_env \
+            -x XCOLL_LOG=info "$TEST" --quick > "$work/colls.out"; then
+        others=$(grep 'info: served' "$work/colls.err" | grep -v 'served i\?allreduce on\|served ibcast on' | head -3)
+        if [ -n "$others" ]; then
+            fail "coll_xcoll_colls=allreduce,ibcast served other forms: $others"
+        elif expect "$work/colls.err" "coll_xcoll_colls" "served allreduce on" "served iallreduce on" \
+                "served ibcast on"; then
+            echo "PASS: coll_xcoll_colls=allreduce,ibcast serves exactly those forms"
+        fi
+    else
+        fail "component with coll_xcoll_colls=allreduce,ibcast"
+    fi
+
+    # ompi_info lists the parameters.
+    params=$(env ${comp_preload:+LD_PRELOAD=$comp_preload} OMPI_MCA_mca_base_component_path="$COMPONENT_PATH" \
+        ompi_info --param coll xcoll --level 9 2>/dev/null)
+    missing=
+    for p in priority enable np colls verbose; do
+        echo "$params" | grep -q "coll_xcoll_$p\"" || missing="$missing coll_xcoll_$p"
+    done
+    if [ -n "$missing" ]; then
+        fail "ompi_info --param coll xcoll does not list:$missing"
+    else
+        echo "PASS: ompi_info --param coll xcoll --level 9 lists the five parameters"
+    fi
+fi
+
+if [ "$have_pmpi" = yes ]; then
+    if launch_logged $PROOF_NP "$work/pserved.err" -x LD_PRELOAD="$pmpi_preload" -x XCOLL_LOG=info \
+            "$TEST" > "$work/pserved.out"; then
+        ok=yes
+        for coll in allreduce bcast reduce allgather reduce_scatter_block reduce_scatter \
+                    alltoall gather scatter barrier; do
+            expect "$work/pserved.err" "PMPI library, XCOLL_LOG=info" \
+                "info: served $coll on MPI_COMM_WORLD" || ok=no
+        done
+        expect "$work/pserved.err" "PMPI library fallback" \
+            "passed back iallreduce on MPI_COMM_WORLD (size $PROOF_NP): the PMPI library serves blocking forms only" \
+            "passed back gather on MPI_COMM_WORLD (size $PROOF_NP): derived datatype" || ok=no
+        [ $ok = yes ] && echo "PASS: PMPI library served all 10 blocking forms ($(grep -c 'info: served' "$work/pserved.err") calls) and passed back the rest, with reasons"
+    else
+        fail "PMPI library with XCOLL_LOG=info"
+        tail -5 "$work/pserved.err"
+    fi
+    if [ -x "$TEST_LINKED" ]; then
+        if launch_logged 3 "$work/linked.err" -x XCOLL_LOG=info -x XCOLL_MPI_NP=1 ${comp_preload:+-x LD_PRELOAD=$comp_preload} \
+                "$TEST_LINKED" > "$work/linked.out" &&
+                diff -q "$work/plain.3" "$work/linked.out" > /dev/null 2>&1 &&
+                expect "$work/linked.err" "PMPI library linked in" "served allreduce on MPI_COMM_WORLD"; then
+            echo "PASS: PMPI library linked at build time: identical results, calls served"
+        else
+            [ -f "$work/plain.3" ] || echo "NOTE: no plain 3-rank output to compare the linked run with"
+            fail "PMPI library linked at build time"
+        fi
+    fi
+fi
+
+if [ $failures -ne 0 ]; then
+    echo "$failures drop-in check(s) failed"
+    exit 1
+fi
+echo "all drop-in checks passed"
+exit 0
