@@ -48,6 +48,7 @@ typedef struct {
     xcoll_op_t op;       /* reductions only */
     int root;            /* rooted collectives only */
     int in_place;
+    const struct xc_topo *topo; /* which ranks share a node (lib/core/topo.h); may be NULL */
 } xc_coll_args_t;
 
 typedef xcoll_status_t (*xc_build_fn)(xc_sched_t *s, const xc_coll_args_t *a);
@@ -92,6 +93,30 @@ xcoll_status_t linear_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t pairwise_alltoall_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 /* dissemination.c */
 xcoll_status_t dissemination_barrier_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+
+/* recdbl.c: recursive doubling / halving (any rank count) */
+xcoll_status_t recdbl_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t rabenseifner_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t recdbl_allgather_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t rechalving_reduce_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* bruck.c */
+xcoll_status_t bruck_allgather_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t bruck_alltoall_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* composite.c: algorithms built from other builders */
+xcoll_status_t reduce_bcast_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t scatter_allgather_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t rsg_reduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* chain.c: pipelined chain */
+xcoll_status_t chain_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* dbtree.c: pipelined double binary tree */
+xcoll_status_t dbtree_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t dbtree_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* tree.c (continued) */
+xcoll_status_t tree_barrier_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* hier.c: intra-node + inter-node compositions; decline without a topology */
+xcoll_status_t hier_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t hier_alltoall_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t hier_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 
 /* select.c: every algorithm, and the choice for one call. */
 extern const xc_algo_t xc_algorithms[];

@@ -19,6 +19,9 @@ xcoll_status_t xc_sched_init(xc_sched_t *s, int rank, int size, xcoll_dtype_t dt
     s->dsize = xcoll_dtype_size(dtype);
     s->divisor = (uint32_t)size;
     s->algo = "none";
+    s->after = -1;
+    for (int b = 0; b < XC_BUF_COUNT; b++)
+        s->buf_map[b] = (uint8_t)b;
     s->send_slots = calloc((size_t)size, sizeof(uint32_t));
     s->recv_slots = calloc((size_t)size, sizeof(uint32_t));
     if (s->send_slots == NULL || s->recv_slots == NULL) {
@@ -97,10 +100,10 @@ static int add_step(xc_sched_t *s, xc_step_t *st, const int *deps, int ndeps)
         s->steps = n;
         s->steps_cap = cap;
     }
-    if (s->ndeps + (uint32_t)ndeps > s->deps_cap) {
+    if (s->ndeps + (uint32_t)ndeps + 1 > s->deps_cap) {
         uint32_t cap = s->deps_cap ? s->deps_cap : 16;
         uint32_t *n;
-        while (cap < s->ndeps + (uint32_t)ndeps)
+        while (cap < s->ndeps + (uint32_t)ndeps + 1)
             cap *= 2;
         n = realloc(s->deps, cap * sizeof(*n));
         if (n == NULL) {
@@ -110,8 +113,16 @@ static int add_step(xc_sched_t *s, xc_step_t *st, const int *deps, int ndeps)
         s->deps = n;
         s->deps_cap = cap;
     }
-    st->dep_first = s->ndeps;
-    st->ndeps = 0;
+    if (s->after >= 0) {
+        s->deps[s->ndeps++] = (uint32_t)s->after;
+        st->ndeps = 1;
+    } else {
+        st->ndeps = 0;
+    }
+    st->dep_first = s->ndeps - st->ndeps;
+    st->a.buf = s->buf_map[st->a.buf < XC_BUF_COUNT ? st->a.buf : 0];
+    st->b.buf = s->buf_map[st->b.buf < XC_BUF_COUNT ? st->b.buf : 0];
+    st->dst.buf = s->buf_map[st->dst.buf < XC_BUF_COUNT ? st->dst.buf : 0];
     for (i = 0; i < ndeps; i++) {
         if (deps[i] < 0)
             continue;
@@ -188,6 +199,27 @@ int xc_reduce_local(xc_sched_t *s, xc_ref_t a, xc_ref_t b, xc_ref_t dst, size_t 
     st.b = b;
     st.dst = dst;
     return add_step(s, &st, deps, ndeps);
+}
+
+int xc_join(xc_sched_t *s, int first)
+{
+    int n = (int)s->nsteps - (first < 0 ? 0 : first), i, id;
+    int *deps;
+    xc_step_t st = step_of(XC_STEP_COPY, -1, 0);
+    if (s->err != XCOLL_OK)
+        return -1;
+    if (n <= 0)
+        return s->after;
+    deps = malloc((size_t)n * sizeof(int));
+    if (deps == NULL) {
+        xc_error("out of memory joining %d schedule steps", n);
+        return fail(s, XCOLL_ERR_NO_MEMORY);
+    }
+    for (i = 0; i < n; i++)
+        deps[i] = (first < 0 ? 0 : first) + i;
+    id = add_step(s, &st, deps, n);
+    free(deps);
+    return id;
 }
 
 int xc_divide_local(xc_sched_t *s, xc_ref_t dst, size_t bytes, const int *deps, int ndeps)

@@ -65,6 +65,11 @@ typedef struct xc_sched {
     size_t dsize;         /* element size */
     uint32_t divisor;     /* for XC_STEP_DIVIDE */
     const char *algo;     /* the algorithm's name, for logs */
+    /* Composition (one algorithm built from others, e.g. reduce + bcast):
+     * while after >= 0 every new step also depends on step `after`, and
+     * buffer names are translated through buf_map (identity by default). */
+    int after;
+    uint8_t buf_map[XC_BUF_COUNT];
     xcoll_status_t err;   /* first error while building */
 } xc_sched_t;
 
@@ -103,6 +108,11 @@ int xc_copy(xc_sched_t *s, xc_ref_t src, xc_ref_t dst, size_t bytes, const int *
 int xc_reduce_local(xc_sched_t *s, xc_ref_t a, xc_ref_t b, xc_ref_t dst, size_t bytes,
                     const int *deps, int ndeps);
 int xc_divide_local(xc_sched_t *s, xc_ref_t dst, size_t bytes, const int *deps, int ndeps);
+
+/* A zero-byte local step that completes when every step in
+ * [first, nsteps) has; returns its id. Typical composition:
+ *     phase1(s, ...); s->after = xc_join(s, 0); phase2(s, ...); s->after = -1; */
+int xc_join(xc_sched_t *s, int first);
 
 /* Call when the builder is done: frees the build state and derives what
  * the engine needs (each step's consumers). Returns s->err. */

@@ -1,0 +1,842 @@
+/* The simulator: every algorithm's schedules, built for all ranks of a
+ * virtual communicator and run by the real engine over the loopback
+ * transport in one process, checked exactly against values computed here.
+ *
+ * Inputs are small integers, so every float sum is exact in any order and
+ * a result is either bit-exact or wrong. Besides the results it checks that
+ * send buffers are left alone, that nothing is left unmatched, and the
+ * bytes on the wire against each algorithm's formula.
+ *
+ * Usage: test_sim [-v] [-q] [algorithm]
+ *   -v: print every case; -q: a quicker subset; algorithm (e.g.
+ *   ring_allreduce): only that one, without the pipelined cases.
+ * Prints "test_sim: N passed, M failed"; exits 1 on any failure. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll.h"
+#include "dtype.h"
+#include "engine.h"
+#include "log.h"
+#include "loopback.h"
+
+typedef struct {
+    const char *name;
+    xc_coll_t coll;
+    xc_build_fn build;
+} algo_t;
+
+static const algo_t algos[] = {
+    {"ring_allreduce", XC_COLL_ALLREDUCE, ring_allreduce_schedule},
+    {"ring_allgather", XC_COLL_ALLGATHER, ring_allgather_schedule},
+    {"ring_reduce_scatter", XC_COLL_REDUCE_SCATTER, ring_reduce_scatter_schedule},
+    {"binomial_bcast", XC_COLL_BCAST, binomial_bcast_schedule},
+    {"binomial_reduce", XC_COLL_REDUCE, binomial_reduce_schedule},
+    {"binomial_gather", XC_COLL_GATHER, binomial_gather_schedule},
+    {"binomial_scatter", XC_COLL_SCATTER, binomial_scatter_schedule},
+    {"linear_gather", XC_COLL_GATHER, linear_gather_schedule},
+    {"linear_scatter", XC_COLL_SCATTER, linear_scatter_schedule},
+    {"pairwise_alltoall", XC_COLL_ALLTOALL, pairwise_alltoall_schedule},
+    {"dissemination_barrier", XC_COLL_BARRIER, dissemination_barrier_schedule},
+};
+#define NALGOS (sizeof(algos) / sizeof(algos[0]))
+
+typedef struct {
+    const algo_t *algo;
+    int size;
+    size_t count;
+    xcoll_dtype_t dtype;
+    xcoll_op_t op;
+    int root;
+    int in_place;
+    int eager;
+    int immediate; /* deliver at match time, not after a random delay */
+} case_t;
+
+static unsigned long n_passed, n_failed;
+static int verbose;
+static uint32_t seq;
+
+/* --- values ------------------------------------------------------------ */
+
+static int is_reduction(xc_coll_t c)
+{
+    return c == XC_COLL_ALLREDUCE || c == XC_COLL_REDUCE || c == XC_COLL_REDUCE_SCATTER;
+}
+
+static int is_rooted(xc_coll_t c)
+{
+    return c == XC_COLL_BCAST || c == XC_COLL_REDUCE || c == XC_COLL_GATHER ||
+           c == XC_COLL_SCATTER;
+}
+
+static int is_float(xcoll_dtype_t dt)
+{
+    return dt == XCOLL_FLOAT16 || dt == XCOLL_BFLOAT16 || dt == XCOLL_FLOAT32 ||
+           dt == XCOLL_FLOAT64;
+}
+
+static int is_unsigned(xcoll_dtype_t dt)
+{
+    return dt == XCOLL_UINT8 || dt == XCOLL_UINT32 || dt == XCOLL_UINT64;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* Element i of rank's input. Reductions get small values so any order of
+ * summation over 64 ranks is exact (bfloat16 has 8 significant bits,
+ * float16 11); data movement gets values that differ between neighbours. */
+static int64_t input_value(const case_t *c, int rank, size_t i)
+{
+    uint64_t h = mix(((uint64_t)rank << 40) ^ (uint64_t)i ^ ((uint64_t)c->op << 56));
+    int64_t range;
+    if (!is_reduction(c->algo->coll)) {
+        uint64_t m = xcoll_dtype_size(c->dtype) == 1 ? 256
+                     : c->dtype == XCOLL_FLOAT16 || c->dtype == XCOLL_BFLOAT16 ? 256
+                                                                              : 1u << 20;
+        return (int64_t)(((uint64_t)rank * 7919u + i * 31u) % m);
+    }
+    if (c->op == XCOLL_BXOR || c->op == XCOLL_BAND || c->op == XCOLL_BOR) {
+        unsigned bits = (unsigned)xcoll_dtype_size(c->dtype) * 8 - 1;
+        return (int64_t)(h & ((bits >= 63 ? 0 : (uint64_t)1 << bits) - 1));
+    }
+    range = c->dtype == XCOLL_BFLOAT16 ? 3 : c->dtype == XCOLL_FLOAT16 ? 15 : 100;
+    if (xcoll_dtype_size(c->dtype) == 1)
+        range = 1; /* 64 ranks of int8 must not overflow */
+    if (is_unsigned(c->dtype))
+        return (int64_t)(h % (uint64_t)(range + 1));
+    return (int64_t)(h % (uint64_t)(2 * range + 1)) - range;
+}
+
+static void store(xcoll_dtype_t dt, void *buf, size_t i, double v)
+{
+    switch (dt) {
+    case XCOLL_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case XCOLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case XCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case XCOLL_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case XCOLL_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case XCOLL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    /* double -> float -> half rounds like the engine's float arithmetic:
+     * for a quotient of exact values both roundings give the same result */
+    case XCOLL_FLOAT16: ((uint16_t *)buf)[i] = xc_float_to_half((float)v); break;
+    case XCOLL_BFLOAT16: ((uint16_t *)buf)[i] = xc_float_to_bf16((float)v); break;
+    case XCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    case XCOLL_FLOAT64: ((double *)buf)[i] = v; break;
+    default: break;
+    }
+}
+
+/* Integer values that do not fit a double exactly (bxor on 64 bits). */
+static void store_int(xcoll_dtype_t dt, void *buf, size_t i, int64_t v)
+{
+    if (dt == XCOLL_INT64 || dt == XCOLL_UINT64)
+        memcpy((char *)buf + i * 8, &v, 8);
+    else
+        store(dt, buf, i, (double)v);
+}
+
+static double load(xcoll_dtype_t dt, const void *buf, size_t i)
+{
+    switch (dt) {
+    case XCOLL_INT8: return ((const int8_t *)buf)[i];
+    case XCOLL_UINT8: return ((const uint8_t *)buf)[i];
+    case XCOLL_INT32: return ((const int32_t *)buf)[i];
+    case XCOLL_UINT32: return ((const uint32_t *)buf)[i];
+    case XCOLL_INT64: return (double)((const int64_t *)buf)[i];
+    case XCOLL_UINT64: return (double)((const uint64_t *)buf)[i];
+    case XCOLL_FLOAT16: return xc_half_to_float(((const uint16_t *)buf)[i]);
+    case XCOLL_BFLOAT16: return xc_bf16_to_float(((const uint16_t *)buf)[i]);
+    case XCOLL_FLOAT32: return ((const float *)buf)[i];
+    case XCOLL_FLOAT64: return ((const double *)buf)[i];
+    default: return 0;
+    }
+}
+
+/* Element i of buf as an integer: inputs are integers in every dtype. */
+static int64_t load_int(xcoll_dtype_t dt, const void *buf, size_t i)
+{
+    int64_t v;
+    if (dt == XCOLL_INT64 || dt == XCOLL_UINT64) {
+        memcpy(&v, (const char *)buf + i * 8, 8);
+        return v;
+    }
+    return (int64_t)load(dt, buf, i);
+}
+
+/* out[i] = op over ranks of inputs[rank][i], i < n, in the dtype. */
+static void compute_reduced(const case_t *c, void *const *inputs, size_t n, void *out)
+{
+    int64_t *acc = malloc((n ? n : 1) * sizeof(int64_t));
+    size_t i;
+    int q;
+    if (acc == NULL) {
+        fprintf(stderr, "test_sim: out of memory\n");
+        exit(2);
+    }
+    for (i = 0; i < n; i++)
+        acc[i] = load_int(c->dtype, inputs[0], i);
+    for (q = 1; q < c->size; q++) {
+        for (i = 0; i < n; i++) {
+            int64_t v = load_int(c->dtype, inputs[q], i);
+            switch (c->op) {
+            case XCOLL_SUM:
+            case XCOLL_AVG: acc[i] += v; break;
+            case XCOLL_MAX: acc[i] = v > acc[i] ? v : acc[i]; break;
+            case XCOLL_MIN: acc[i] = v < acc[i] ? v : acc[i]; break;
+            case XCOLL_BXOR: acc[i] ^= v; break;
+            case XCOLL_BAND: acc[i] &= v; break;
+            case XCOLL_BOR: acc[i] |= v; break;
+            case XCOLL_PROD: acc[i] *= v; break;
+            default: break;
+            }
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (c->op != XCOLL_AVG)
+            store_int(c->dtype, out, i, acc[i]);
+        else if (is_float(c->dtype))
+            store(c->dtype, out, i, (double)acc[i] / c->size);
+        else
+            store_int(c->dtype, out, i, acc[i] / c->size); /* truncates, as xc_divide */
+    }
+    free(acc);
+}
+
+/* Elements of one rank's input. */
+static size_t input_len_of(xc_coll_t coll, int size, size_t count)
+{
+    switch (coll) {
+    case XC_COLL_REDUCE_SCATTER:
+    case XC_COLL_ALLTOALL:
+    case XC_COLL_SCATTER: return (size_t)size * count;
+    case XC_COLL_BARRIER: return 0;
+    default: return count;
+    }
+}
+
+static size_t input_len(const case_t *c)
+{
+    return input_len_of(c->algo->coll, c->size, c->count);
+}
+
+static void make_input(const case_t *c, int rank, void *buf)
+{
+    size_t i, n = input_len(c);
+    for (i = 0; i < n; i++)
+        store_int(c->dtype, buf, i, input_value(c, rank, i));
+}
+
+/* --- running ----------------------------------------------------------- */
+
+static void report(const case_t *c, int ok, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#include <stdarg.h>
+static void report(const case_t *c, int ok, const char *fmt, ...)
+{
+    va_list ap;
+    if (ok)
+        n_passed++;
+    else
+        n_failed++;
+    if (ok && !verbose)
+        return;
+    printf("%s %s size=%d count=%zu %s/%s root=%d%s%s%s (seq %u)", ok ? "ok  " : "FAIL",
+           c->algo->name, c->size, c->count, xcoll_dtype_name(c->dtype),
+           is_reduction(c->algo->coll) ? xcoll_op_name(c->op) : "-", c->root,
+           c->in_place ? " in_place" : "", c->eager ? " eager" : "",
+           c->immediate ? " immediate" : "", seq);
+    if (fmt != NULL) {
+        printf(": ");
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+static int ilog2_ceil(int n)
+{
+    int k = 0;
+    while ((1 << k) < n)
+        k++;
+    return k;
+}
+
+/* Bytes all ranks together put on the wire, or -1 if not checked. */
+static int64_t expected_wire_bytes(const case_t *c)
+{
+    const int64_t P = c->size, block = (int64_t)(c->count * xcoll_dtype_size(c->dtype));
+    const char *n = c->algo->name;
+    int64_t total = 0, v;
+    if (!strcmp(n, "ring_allreduce"))
+        return 2 * (P - 1) * block;
+    if (!strcmp(n, "ring_allgather") || !strcmp(n, "ring_reduce_scatter") ||
+        !strcmp(n, "pairwise_alltoall"))
+        return P * (P - 1) * block;
+    if (!strcmp(n, "binomial_bcast") || !strcmp(n, "binomial_reduce") ||
+        !strcmp(n, "linear_gather") || !strcmp(n, "linear_scatter"))
+        return (P - 1) * block;
+    if (!strcmp(n, "binomial_gather") || !strcmp(n, "binomial_scatter")) {
+        /* each block moves once per tree edge between its rank and the root */
+        for (v = 1; v < P; v++) {
+            int64_t span = v & -v;
+            total += (span < P - v ? span : P - v) * block;
+        }
+        return total;
+    }
+    if (!strcmp(n, "dissemination_barrier"))
+        return 0;
+    return -1;
+}
+
+typedef struct {
+    void *send, *recv;
+    size_t send_n, recv_n; /* elements */
+    void *send_copy;       /* to check that SEND is left alone */
+} rank_bufs_t;
+
+static void *alloc_bytes(size_t bytes)
+{
+    /* exact sizes, so AddressSanitizer sees any overrun */
+    void *p = malloc(bytes ? bytes : 1);
+    if (p == NULL) {
+        fprintf(stderr, "test_sim: out of memory (%zu bytes)\n", bytes);
+        exit(2);
+    }
+    return p;
+}
+
+/* Sets up rank r's buffers per the contract in coll.h. */
+static void setup_rank(const case_t *c, int r, const void *input, rank_bufs_t *b, int *in_place)
+{
+    const size_t n = c->count, P = (size_t)c->size, ds = xcoll_dtype_size(c->dtype);
+    const int root = r == c->root;
+    size_t send_n = 0, recv_n = 0;
+    int ip = c->in_place, has_send = 0, has_recv = 1;
+
+    memset(b, 0, sizeof(*b));
+    switch (c->algo->coll) {
+    case XC_COLL_ALLREDUCE: send_n = n, recv_n = n; break;
+    case XC_COLL_BCAST: recv_n = n, ip = 0; break;
+    case XC_COLL_REDUCE: send_n = n, recv_n = n, ip = ip && root, has_recv = root; break;
+    case XC_COLL_ALLGATHER: send_n = n, recv_n = P * n; break;
+    case XC_COLL_REDUCE_SCATTER: send_n = P * n, recv_n = ip ? P * n : n; break;
+    case XC_COLL_ALLTOALL: send_n = P * n, recv_n = P * n; break;
+    case XC_COLL_GATHER: send_n = n, recv_n = P * n, ip = ip && root, has_recv = root; break;
+    case XC_COLL_SCATTER:
+        send_n = P * n, recv_n = n, ip = ip && root, has_recv = !ip;
+        has_send = root;
+        break;
+    default: ip = 0, has_recv = 0; break;
+    }
+    if (send_n > 0 && c->algo->coll != XC_COLL_SCATTER)
+        has_send = !ip;
+    *in_place = ip;
+
+    if (has_recv) {
+        b->recv = alloc_bytes(recv_n * ds);
+        b->recv_n = recv_n;
+        memset(b->recv, 0xA5, recv_n * ds); /* garbage the result must replace */
+    }
+    if (has_send) {
+        b->send = alloc_bytes(send_n * ds);
+        b->send_n = send_n;
+        memcpy(b->send, input, send_n * ds);
+        b->send_copy = alloc_bytes(send_n * ds);
+        memcpy(b->send_copy, b->send, send_n * ds);
+    } else if (ip && (c->algo->coll == XC_COLL_ALLGATHER || c->algo->coll == XC_COLL_GATHER)) {
+        memcpy((char *)b->recv + (size_t)r * n * ds, input, n * ds);
+    } else if (ip || (c->algo->coll == XC_COLL_BCAST && root)) {
+        memcpy(b->recv, input, recv_n * ds);
+    }
+}
+
+/* Compares n elements at got with the expected ones; returns 1 if equal. */
+static int check_region(const case_t *c, const char *what, int r, const void *got,
+                        const void *want, size_t n)
+{
+    const size_t ds = xcoll_dtype_size(c->dtype);
+    size_t i;
+    if (n == 0 || memcmp(got, want, n * ds) == 0)
+        return 1;
+    for (i = 0; i < n; i++)
+        if (memcmp((const char *)got + i * ds, (const char *)want + i * ds, ds) != 0)
+            break;
+    report(c, 0, "rank %d %s element %zu: got %g, expected %g", r, what, i,
+           load(c->dtype, got, i), load(c->dtype, want, i));
+    return 0;
+}
+
+/* inputs: every rank's input; reduced: op over ranks of the inputs
+ * (reductions only). */
+static int check_results(const case_t *c, int r, const rank_bufs_t *b, int in_place,
+                         void *const *inputs, const void *reduced)
+{
+    const size_t n = c->count, P = (size_t)c->size, ds = xcoll_dtype_size(c->dtype);
+    const int root = r == c->root;
+    size_t q;
+    const void *got = b->recv, *want = NULL;
+    void *gathered = NULL;
+    int ok = 1;
+
+    if (b->send != NULL && memcmp(b->send, b->send_copy, b->send_n * ds) != 0) {
+        report(c, 0, "rank %d: the send buffer was modified", r);
+        return 0;
+    }
+    switch (c->algo->coll) {
+    case XC_COLL_ALLREDUCE:
+        want = reduced;
+        break;
+    case XC_COLL_BCAST:
+        want = inputs[c->root];
+        break;
+    case XC_COLL_REDUCE:
+        want = root ? reduced : NULL;
+        break;
+    case XC_COLL_REDUCE_SCATTER:
+        want = (const char *)reduced + (size_t)r * n * ds;
+        if (in_place)
+            got = (const char *)b->recv + (size_t)r * n * ds;
+        break;
+    case XC_COLL_ALLGATHER:
+    case XC_COLL_GATHER:
+    case XC_COLL_ALLTOALL:
+        if (c->algo->coll == XC_COLL_GATHER && !root)
+            break;
+        /* block q comes from rank q: its input, or its block r of it */
+        gathered = alloc_bytes(P * n * ds);
+        for (q = 0; q < P; q++)
+            memcpy((char *)gathered + q * n * ds,
+                   (const char *)inputs[q] +
+                       (c->algo->coll == XC_COLL_ALLTOALL ? (size_t)r * n * ds : 0),
+                   n * ds);
+        if (!check_region(c, "result", r, got, gathered, P * n))
+            ok = 0;
+        free(gathered);
+        return ok;
+    case XC_COLL_SCATTER:
+        if (!(root && in_place))
+            want = (const char *)inputs[c->root] + (size_t)r * n * ds;
+        break;
+    default:
+        break;
+    }
+    if (want != NULL)
+        ok = check_region(c, "result", r, got, want, n);
+    return ok;
+}
+
+/* Runs every rank round-robin until all are done; returns 1 on success.
+ * `late`, if >= 0, is a rank held back until the others stall (barrier:
+ * none of them may finish before it starts). */
+static int run_all(const case_t *c, xc_exec_t *x, lb_world_t *w, int late)
+{
+    const int P = c->size;
+    int *done = calloc((size_t)P, sizeof(int));
+    int ndone = 0, r, ok = 1, held = late >= 0;
+    xcoll_status_t st;
+
+    while (ndone < P && ok) {
+        int progressed = 0;
+        for (r = 0; r < P; r++) {
+            if (done[r] || (held && r == late))
+                continue;
+            st = xc_exec_progress(&x[r], &progressed);
+            if (lb_world_deliver(w) > 0)
+                progressed = 1;
+            if (st == XCOLL_OK) {
+                done[r] = 1;
+                ndone++;
+                progressed = 1;
+            } else if (st != XCOLL_INPROGRESS) {
+                report(c, 0, "rank %d failed: %s", r, xcoll_strerror(st));
+                ok = 0;
+                break;
+            }
+        }
+        /* idle only because the network held everything back */
+        if (!ok || progressed || lb_world_flush(w) > 0)
+            continue;
+        if (held) {
+            if (ndone > 0) {
+                report(c, 0, "%d ranks left the barrier before rank %d entered it", ndone, late);
+                ok = 0;
+            }
+            held = 0;
+            continue;
+        }
+        report(c, 0, "deadlock: no rank can progress, %d of %d done", ndone, P);
+        for (r = 0; r < P; r++) {
+            if (!done[r]) {
+                char what[64];
+                snprintf(what, sizeof(what), "%s rank %d", c->algo->name, r);
+                xc_exec_log_pending(&x[r], what);
+            }
+        }
+        ok = 0;
+    }
+    free(done);
+    return ok;
+}
+
+static void run_case(const case_t *c)
+{
+    const int P = c->size;
+    xc_sched_t *s = calloc((size_t)P, sizeof(*s));
+    xc_exec_t *x = calloc((size_t)P, sizeof(*x));
+    rank_bufs_t *b = calloc((size_t)P, sizeof(*b));
+    int *ip = calloc((size_t)P, sizeof(int));
+    lb_world_t *w = lb_world_create(P);
+    int r, ok = 1, nexec = 0;
+    const size_t ds = xcoll_dtype_size(c->dtype);
+    void **inputs, *reduced = NULL;
+    int64_t want_bytes;
+    uint64_t bytes = 0, sent = 0, recvd = 0;
+    xcoll_status_t st;
+
+    if (s == NULL || x == NULL || b == NULL || ip == NULL || w == NULL) {
+        fprintf(stderr, "test_sim: out of memory\n");
+        exit(2);
+    }
+    seq++;
+    lb_world_set_eager(w, c->eager);
+    lb_world_set_delayed(w, !c->immediate, seq);
+    inputs = calloc((size_t)P, sizeof(void *));
+    if (inputs == NULL) {
+        fprintf(stderr, "test_sim: out of memory\n");
+        exit(2);
+    }
+    for (r = 0; r < P; r++) {
+        /* bcast and scatter read only the root's input */
+        if (r != c->root &&
+            (c->algo->coll == XC_COLL_BCAST || c->algo->coll == XC_COLL_SCATTER))
+            continue;
+        inputs[r] = alloc_bytes(input_len(c) * ds);
+        make_input(c, r, inputs[r]);
+    }
+    if (is_reduction(c->algo->coll)) {
+        reduced = alloc_bytes(input_len(c) * ds);
+        compute_reduced(c, inputs, input_len(c), reduced);
+    }
+    for (r = 0; r < P && ok; r++) {
+        xc_coll_args_t a;
+        setup_rank(c, r, inputs[r], &b[r], &ip[r]);
+        memset(&a, 0, sizeof(a));
+        a.coll = c->algo->coll;
+        a.rank = r;
+        a.size = P;
+        a.count = c->count;
+        a.dtype = c->dtype;
+        a.op = c->op;
+        a.root = c->root;
+        a.in_place = ip[r];
+        st = xc_sched_init(&s[r], r, P, c->dtype, c->op);
+        s[r].algo = c->algo->name;
+        if (st == XCOLL_OK)
+            st = c->algo->build(&s[r], &a);
+        if (st == XCOLL_OK)
+            st = xc_sched_finish(&s[r]);
+        else
+            xc_sched_finish(&s[r]);
+        if (st != XCOLL_OK) {
+            report(c, 0, "rank %d: building the schedule failed: %s", r, xcoll_strerror(st));
+            ok = 0;
+        }
+    }
+    for (r = 0; r < P && ok; r++, nexec++) {
+        st = xc_exec_init(&x[r], &s[r], b[r].send, b[r].recv, &lb_transport, lb_comm(w, r), 1,
+                          seq);
+        if (st != XCOLL_OK) {
+            report(c, 0, "rank %d: xc_exec_init: %s", r, xcoll_strerror(st));
+            ok = 0;
+        }
+    }
+    if (ok)
+        ok = run_all(c, x, w, c->algo->coll == XC_COLL_BARRIER && P > 1 ? (int)(seq % (unsigned)P)
+                                                                   : -1);
+    if (ok && lb_world_pending(w) != 0) {
+        report(c, 0, "%zu messages or receives left unmatched", lb_world_pending(w));
+        ok = 0;
+    }
+    for (r = 0; r < P && ok; r++) {
+        lb_stats_t ls;
+        lb_stats(w, r, &ls);
+        if (ls.msgs_sent != x[r].msgs_sent || ls.bytes_sent != x[r].bytes_sent) {
+            report(c, 0, "rank %d: engine counted %" PRIu64 " messages, transport %" PRIu64, r,
+                   x[r].msgs_sent, ls.msgs_sent);
+            ok = 0;
+        }
+        bytes += ls.bytes_sent;
+        sent += ls.msgs_sent;
+        recvd += ls.msgs_recvd;
+    }
+    if (ok && sent != recvd) {
+        report(c, 0, "%" PRIu64 " messages sent, %" PRIu64 " received", sent, recvd);
+        ok = 0;
+    }
+    want_bytes = expected_wire_bytes(c);
+    if (ok && want_bytes >= 0 && (uint64_t)want_bytes != bytes) {
+        report(c, 0, "%" PRIu64 " bytes on the wire, expected %" PRId64, bytes, want_bytes);
+        ok = 0;
+    }
+    if (ok && c->algo->coll == XC_COLL_BARRIER && sent != (uint64_t)P * (uint64_t)ilog2_ceil(P)) {
+        report(c, 0, "%" PRIu64 " barrier messages, expected %d", sent, P * ilog2_ceil(P));
+        ok = 0;
+    }
+    for (r = 0; r < P && ok; r++)
+        ok = check_results(c, r, &b[r], ip[r], inputs, reduced);
+    if (ok)
+        report(c, 1, NULL);
+
+    for (r = 0; r < nexec; r++)
+        xc_exec_fini(&x[r]);
+    for (r = 0; r < P; r++) {
+        xc_sched_fini(&s[r]);
+        free(b[r].send);
+        free(b[r].recv);
+        free(b[r].send_copy);
+        free(inputs[r]);
+    }
+    free(inputs);
+    free(reduced);
+    lb_world_destroy(w);
+    free(s);
+    free(x);
+    free(b);
+    free(ip);
+}
+
+/* --- the case list ----------------------------------------------------- */
+
+typedef struct {
+    xcoll_dtype_t dtype;
+    xcoll_op_t op;
+} dtop_t;
+
+static const dtop_t red_combos[] = {
+    {XCOLL_INT32, XCOLL_SUM},     {XCOLL_FLOAT32, XCOLL_SUM},  {XCOLL_INT32, XCOLL_AVG},
+    {XCOLL_FLOAT32, XCOLL_AVG},   {XCOLL_INT32, XCOLL_MAX},    {XCOLL_FLOAT32, XCOLL_MAX},
+    {XCOLL_INT32, XCOLL_BXOR},    {XCOLL_INT64, XCOLL_SUM},    {XCOLL_FLOAT64, XCOLL_AVG},
+    {XCOLL_FLOAT16, XCOLL_SUM},   {XCOLL_FLOAT16, XCOLL_AVG},  {XCOLL_BFLOAT16, XCOLL_AVG},
+    {XCOLL_UINT8, XCOLL_BXOR},    {XCOLL_UINT32, XCOLL_MIN},   {XCOLL_INT64, XCOLL_BXOR},
+    {XCOLL_INT8, XCOLL_SUM},
+};
+#define NRED (sizeof(red_combos) / sizeof(red_combos[0]))
+
+static const xcoll_dtype_t move_dtypes[] = {XCOLL_INT32, XCOLL_UINT8, XCOLL_FLOAT16,
+                                            XCOLL_FLOAT64};
+#define NMOVE (sizeof(move_dtypes) / sizeof(move_dtypes[0]))
+
+static unsigned long ncase;
+
+/* Mostly rendezvous with random delays (the strictest), some eager, some
+ * delivered at match time. */
+static void vary_delivery(case_t *c)
+{
+    unsigned long k = ncase++ % 6;
+    c->eager = k == 4;
+    c->immediate = k == 5;
+}
+
+static void run_roots(case_t *c)
+{
+    int roots[8], nroots = 0, i, j;
+    if (!is_rooted(c->algo->coll)) {
+        c->root = 0;
+        vary_delivery(c);
+        run_case(c);
+        return;
+    }
+    if (c->size <= 8) {
+        for (i = 0; i < c->size; i++) {
+            c->root = i;
+            vary_delivery(c);
+            run_case(c);
+        }
+        return;
+    }
+    {
+        int cand[4] = {0, 1, c->size / 2, c->size - 1};
+        for (i = 0; i < 4; i++) {
+            for (j = 0; j < nroots && roots[j] != cand[i]; j++)
+                ;
+            if (j == nroots)
+                roots[nroots++] = cand[i];
+        }
+    }
+    for (i = 0; i < nroots; i++) {
+        c->root = roots[i];
+        vary_delivery(c);
+        run_case(c);
+    }
+}
+
+static void run_combo(const algo_t *al, int P, size_t count, xcoll_dtype_t dt, xcoll_op_t op)
+{
+    case_t c;
+    int ip, nip = al->coll == XC_COLL_BCAST || al->coll == XC_COLL_BARRIER ? 1 : 2;
+    memset(&c, 0, sizeof(c));
+    c.algo = al;
+    c.size = P;
+    c.count = count;
+    c.dtype = dt;
+    c.op = op;
+    for (ip = 0; ip < nip; ip++) {
+        c.in_place = ip;
+        run_roots(&c);
+    }
+}
+
+static void run_algo_size(const algo_t *al, int P, int quick)
+{
+    size_t counts[8];
+    int ncounts = 0, i, j, k;
+    const size_t cand[6] = {0, 1, 7, (size_t)P - 1, 1000, 4099};
+
+    if (al->coll == XC_COLL_BARRIER) {
+        run_combo(al, P, 0, XCOLL_INT32, XCOLL_SUM);
+        return;
+    }
+    for (i = 0; i < 6; i++) {
+        for (j = 0; j < ncounts && counts[j] != cand[i]; j++)
+            ;
+        if (j == ncounts)
+            counts[ncounts++] = cand[i];
+    }
+    for (i = 0; i < ncounts; i++) {
+        size_t n = counts[i];
+        int small = n < 1000;
+        /* every rank holds size blocks here: at large sizes and counts one
+         * case each, alternating in place, keeps the run short */
+        if (!small && P > 12 && input_len_of(al->coll, P, n) > n) {
+            const dtop_t *d = &red_combos[(size_t)(P + (int)i) % NRED];
+            case_t c;
+            memset(&c, 0, sizeof(c));
+            c.algo = al;
+            c.size = P;
+            c.count = n;
+            c.dtype = is_reduction(al->coll) ? d->dtype : move_dtypes[(size_t)P % NMOVE];
+            c.op = d->op;
+            c.in_place = (P + (int)i) % 2;
+            run_roots(&c);
+            continue;
+        }
+        if (is_reduction(al->coll)) {
+            /* every combination at small counts; two at large ones,
+             * rotating with the size so all get covered */
+            if (small && !quick) {
+                for (k = 0; k < (int)NRED; k++)
+                    run_combo(al, P, n, red_combos[k].dtype, red_combos[k].op);
+            } else {
+                for (k = 0; k < 2; k++) {
+                    const dtop_t *d = &red_combos[(size_t)(P * 2 + k + (int)i) % NRED];
+                    run_combo(al, P, n, d->dtype, d->op);
+                }
+            }
+        } else {
+            if (small && !quick) {
+                for (k = 0; k < (int)NMOVE; k++)
+                    run_combo(al, P, n, move_dtypes[k], XCOLL_SUM);
+            } else {
+                run_combo(al, P, n, move_dtypes[(size_t)(P + (int)i) % NMOVE], XCOLL_SUM);
+            }
+        }
+    }
+}
+
+/* Counts large enough to be cut into segments, for a few sizes. */
+static void run_pipelined(void)
+{
+    static const int sizes[] = {2, 3, 5, 8};
+    size_t i, k;
+    for (k = 0; k < NALGOS; k++) {
+        const algo_t *al = &algos[k];
+        case_t c;
+        if (al->coll != XC_COLL_ALLREDUCE && al->coll != XC_COLL_BCAST &&
+            al->coll != XC_COLL_REDUCE && al->coll != XC_COLL_ALLGATHER &&
+            al->coll != XC_COLL_REDUCE_SCATTER)
+            continue;
+        for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            int P = sizes[i], ip;
+            if ((al->coll == XC_COLL_ALLGATHER || al->coll == XC_COLL_REDUCE_SCATTER) && P > 5)
+                continue;
+            memset(&c, 0, sizeof(c));
+            c.algo = al;
+            c.size = P;
+            c.count = 300000 + (size_t)P; /* not a multiple of the size */
+            c.dtype = XCOLL_FLOAT32;
+            c.op = i % 2 ? XCOLL_AVG : XCOLL_SUM;
+            for (ip = 0; ip < (al->coll == XC_COLL_BCAST ? 1 : 2); ip++) {
+                c.in_place = ip;
+                c.root = P - 1;
+                c.eager = ip;
+                run_case(&c);
+            }
+        }
+    }
+}
+
+/* More segments per link than the tag's 8-bit slot can number: checks
+ * that messages with wrapped (equal) tags are still matched in order. */
+static void run_slot_wrap(void)
+{
+    case_t c;
+    memset(&c, 0, sizeof(c));
+    c.algo = &algos[0]; /* ring allreduce: 2 x 300 segments of 128 KiB */
+    c.size = 2;
+    c.count = (size_t)300 * 2 * 32768 + 3;
+    c.dtype = XCOLL_FLOAT32;
+    c.op = XCOLL_SUM;
+    run_case(&c);
+    c.algo = &algos[3]; /* binomial bcast: 320 segments */
+    c.size = 3;
+    c.root = 1;
+    c.count = (size_t)320 * 32768 - 5;
+    run_case(&c);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, i, P;
+    const char *only = NULL;
+    size_t k;
+    static const int extra_sizes[] = {40, 47, 64};
+
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v"))
+            verbose = 1;
+        else if (!strcmp(argv[i], "-q"))
+            quick = 1;
+        else
+            only = argv[i];
+    }
+    xc_log_init();
+    for (k = 0; k < NALGOS; k++) {
+        if (only != NULL && strcmp(only, algos[k].name) != 0)
+            continue;
+        for (P = 1; P <= 33; P++)
+            run_algo_size(&algos[k], P, quick);
+        for (i = 0; i < 3; i++)
+            run_algo_size(&algos[k], extra_sizes[i], 1);
+    }
+    if (only == NULL) {
+        run_pipelined();
+        if (!quick)
+            run_slot_wrap();
+    }
+    printf("test_sim: %lu passed, %lu failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}
