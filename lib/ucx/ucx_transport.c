@@ -341,59 +341,57 @@ static void cache_unlink(xc_ucx_ep_t *e)
     g_ucx.neps--;
 }
 
-/* Drops one reference from each of eps[0..n); closes the endpoints that
- * nobody uses any more, all at once, flushing what they still send. */
+/* Waits (bounded) for a UCX request of ours to finish, then frees it. */
+static void wait_and_free(void *r, const char *what)
+{
+    uint64_t deadline = now_ns() + XC_UCX_CLOSE_TIMEOUT_NS;
+    if (r == NULL || UCS_PTR_IS_ERR(r))
+        return;
+    while (ucp_request_check_status(r) == UCS_INPROGRESS) {
+        if (now_ns() > deadline) {
+            xc_warn("%s did not finish within %llu s; abandoning it", what,
+                    XC_UCX_CLOSE_TIMEOUT_NS / 1000000000ull);
+            break;
+        }
+        ucp_worker_progress(g_ucx.worker);
+    }
+    ucp_request_free(r);
+}
+
+/* Drops one reference from each of eps[0..n) and closes the endpoints
+ * nobody uses any more. Everything this worker sent is flushed first (a
+ * send that completed locally may still sit in a TCP buffer); then the
+ * endpoints are closed in force mode, which needs nothing from the peer.
+ * A flush-mode close would, and a peer that already tore its worker down
+ * (destroy is not collective) turns that into an endpoint timeout. */
 static void eps_release(xc_ucx_ep_t **eps, int n)
 {
-    void **close_reqs = calloc((size_t)n, sizeof(*close_reqs));
-    int nclose = 0;
-    uint64_t deadline;
+    ucp_request_param_t param;
+    int closing = 0;
 
+    for (int i = 0; i < n && !closing; i++)
+        closing = eps[i] != NULL && eps[i]->refs == 1;
+    if (closing) {
+        memset(&param, 0, sizeof(param));
+        wait_and_free(ucp_worker_flush_nbx(g_ucx.worker, &param), "flushing the UCX worker");
+    }
     for (int i = 0; i < n; i++) {
         xc_ucx_ep_t *e = eps[i];
-        ucp_request_param_t param;
         void *r;
         if (e == NULL || --e->refs > 0)
             continue;
         cache_unlink(e);
         memset(&param, 0, sizeof(param));
-        /* flush mode (no FORCE flag): a send that completed locally may
-         * still sit in a TCP buffer, and a forced close would drop it */
-        if (close_reqs == NULL) {
-            /* no memory to track closes: force, which completes at once */
-            param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-            param.flags = UCP_EP_CLOSE_FLAG_FORCE;
-        }
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_EP_CLOSE_FLAG_FORCE;
         r = ucp_ep_close_nbx(e->ep, &param);
-        if (UCS_PTR_IS_ERR(r)) {
+        if (UCS_PTR_IS_ERR(r))
             xc_debug("closing the endpoint to rank %d: %s", i,
                      ucs_status_string(UCS_PTR_STATUS(r)));
-        } else if (r != NULL) {
-            if (close_reqs != NULL)
-                close_reqs[nclose++] = r;
-            else
-                ucp_request_free(r);
-        }
+        else
+            wait_and_free(r, "closing an endpoint");
         free(e);
     }
-
-    deadline = now_ns() + XC_UCX_CLOSE_TIMEOUT_NS;
-    for (int i = 0; i < nclose; i++) {
-        while (ucp_request_check_status(close_reqs[i]) == UCS_INPROGRESS) {
-            if (now_ns() > deadline) {
-                xc_warn("%d endpoint(s) did not finish flushing within %llu s; abandoning them",
-                        nclose - i, XC_UCX_CLOSE_TIMEOUT_NS / 1000000000ull);
-                for (int j = i; j < nclose; j++)
-                    ucp_request_free(close_reqs[j]);
-                nclose = 0;
-                break;
-            }
-            ucp_worker_progress(g_ucx.worker);
-        }
-        if (i < nclose)
-            ucp_request_free(close_reqs[i]);
-    }
-    free(close_reqs);
 }
 
 /* --- communicator ------------------------------------------------------------- */

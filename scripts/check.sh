@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# check.sh - everything CI checks, from a fresh Debian 12 machine:
+#   1. build/       warnings as errors, make check
+#   2. build-asan/  AddressSanitizer + UBSan, warnings as errors, make check
+#   3. make distcheck (the release tarball builds and passes its tests)
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+# run_check DIR: make check there; on failure show the failing tests' logs.
+run_check() {
+    local dir=$XCOLL_TOP/$1
+    step "make -j$XCOLL_JOBS check in $1/"
+    make -C "$dir" -j"$XCOLL_JOBS" || die "build failed in $1/"
+    if ! make -C "$dir" -j"$XCOLL_JOBS" check; then
+        [ -f "$dir/test-suite.log" ] && cat "$dir/test-suite.log"
+        die "make check failed in $1/ (logs: $1/test-suite.log, $1/test/*/*.log)"
+    fi
+}
+
+install_packages
+generate
+
+configure_in build --enable-werror
+run_check build
+
+configure_in build-asan --enable-sanitizers --enable-werror
+# Leak checking stays on for the unit tests and the simulator; the Makefile
+# turns it off for the mpirun-launched tests only (Open MPI leaks at exit).
+# protect_shadow_gap=0 lets the CUDA runtime map its memory under ASan.
+export ASAN_OPTIONS="detect_leaks=1:protect_shadow_gap=0:abort_on_error=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+run_check build-asan
+unset ASAN_OPTIONS UBSAN_OPTIONS
+
+# distcheck proves the tarball is complete and builds out of tree; the two
+# runs above already cover the large counts, so its MPI tests run --quick.
+step "make distcheck in build/"
+XCOLL_TEST_QUICK=1 make -C "$XCOLL_TOP/build" -j"$XCOLL_JOBS" distcheck || die "make distcheck failed"
