@@ -6,6 +6,8 @@
 #include "comm.h"
 #include "log.h"
 #include "tag.h"
+#include "topo.h"
+#include "../coll/tune.h"
 
 /* Every live communicator. A handle not on this list was destroyed (or
  * never created), so a call with it is refused instead of touching freed
@@ -14,7 +16,8 @@ static struct xcoll_comm_s *live_comms;
 /* The next communicator id this process may take; see xcoll_comm_create. */
 static uint32_t next_comm_id = 1;
 
-xcoll_status_t xc_comm_check(xcoll_comm_t comm, const char *what)
+/* XCOLL_OK if comm is live (failed or not); logs otherwise. */
+static xcoll_status_t comm_lookup(xcoll_comm_t comm, const char *what)
 {
     struct xcoll_comm_s *c;
     if (comm == NULL) {
@@ -28,6 +31,14 @@ xcoll_status_t xc_comm_check(xcoll_comm_t comm, const char *what)
         xc_error("%s: communicator %p was destroyed or never created", what, (void *)comm);
         return XCOLL_ERR_INVALID_COMM;
     }
+    return XCOLL_OK;
+}
+
+xcoll_status_t xc_comm_check(xcoll_comm_t comm, const char *what)
+{
+    xcoll_status_t rc = comm_lookup(comm, what);
+    if (rc != XCOLL_OK)
+        return rc;
     if (comm->failed) {
         xc_error("%s: communicator %u failed in an earlier collective; destroy it", what,
                  comm->id);
@@ -42,6 +53,7 @@ typedef struct {
     uint32_t next_id;
     int32_t rank;
     int32_t size;
+    int32_t tune_ok;        /* 0: this rank rejected XCOLL_TUNE / XCOLL_TUNE_FILE */
 } xc_hello_t;
 
 xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_config_t *cfg,
@@ -50,7 +62,8 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     xcoll_config_t defaults;
     struct xcoll_comm_s *comm;
     xc_hello_t me, *all;
-    xcoll_status_t rc;
+    xc_tune_t *tune = NULL;
+    xcoll_status_t rc, tune_rc;
     uint32_t id = 0;
     int i;
 
@@ -86,15 +99,20 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
         xc_error("xcoll_comm_create: out of memory for %d ranks", boot->size);
         return XCOLL_ERR_NO_MEMORY;
     }
+    /* A rank whose override is malformed still joins the allgather below,
+     * so every rank fails together instead of the others hanging. */
+    tune_rc = xc_tune_load(&tune, NULL, 0);
     /* Claim the id before the callback: the callback itself may create a
      * communicator (an MPI drop-in serving the bootstrap's allgather) and
      * must then take a larger id than ours. */
     me.next_id = next_comm_id++;
     me.rank = boot->rank;
     me.size = boot->size;
+    me.tune_ok = tune_rc == XCOLL_OK;
     if (boot->allgather(&me, all, sizeof(me), boot->ctx) != 0) {
         xc_error("xcoll_comm_create: the bootstrap allgather failed");
         free(all);
+        xc_tune_free(tune);
         return XCOLL_ERR_BOOTSTRAP;
     }
     /* The largest "next free id" of the members is free on all of them, so
@@ -105,14 +123,25 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
                      "expected rank %d of size %d (is the allgather in rank order?)",
                      i, all[i].rank, all[i].size, i, boot->size);
             free(all);
+            xc_tune_free(tune);
             return XCOLL_ERR_BOOTSTRAP;
+        }
+        if (!all[i].tune_ok && tune_rc == XCOLL_OK) {
+            xc_error("xcoll_comm_create: rank %d rejected its selection table "
+                     "(XCOLL_TUNE / XCOLL_TUNE_FILE; see its log)", i);
+            tune_rc = XCOLL_ERR_INVALID_ARG;
         }
         if (all[i].next_id > id)
             id = all[i].next_id;
     }
     free(all);
+    if (tune_rc != XCOLL_OK) {
+        xc_tune_free(tune);
+        return tune_rc == XCOLL_ERR_NO_MEMORY ? tune_rc : XCOLL_ERR_INVALID_ARG;
+    }
     if (id > XC_MAX_COMM_ID) {
         xc_error("xcoll_comm_create: communicator ids exhausted (%u created)", XC_MAX_COMM_ID);
+        xc_tune_free(tune);
         return XCOLL_ERR_UNSUPPORTED;
     }
     if (next_comm_id < id + 1)
@@ -121,15 +150,24 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     comm = calloc(1, sizeof(*comm));
     if (comm == NULL) {
         xc_error("xcoll_comm_create: out of memory");
+        xc_tune_free(tune);
         return XCOLL_ERR_NO_MEMORY;
     }
+    comm->tune = tune;
     comm->rank = boot->rank;
     comm->size = boot->size;
     comm->id = id;
     comm->timeout_s = cfg->timeout_s;
     comm->tl = &xc_ucx_transport;
     rc = comm->tl->comm_init(boot, &comm->tl_comm);
+    if (rc == XCOLL_OK) {
+        /* which ranks share a node, for the hierarchical algorithms */
+        rc = xc_topo_create(boot, &comm->topo);
+        if (rc != XCOLL_OK)
+            comm->tl->comm_fini(comm->tl_comm);
+    }
     if (rc != XCOLL_OK) {
+        xc_tune_free(tune);
         free(comm);
         return rc;
     }
@@ -144,9 +182,9 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
 xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
 {
     struct xcoll_comm_s **p;
-    xcoll_status_t rc = xc_comm_check(comm, "xcoll_comm_destroy");
+    xcoll_status_t rc = comm_lookup(comm, "xcoll_comm_destroy");
     int i;
-    if (rc == XCOLL_ERR_INVALID_COMM)
+    if (rc != XCOLL_OK)
         return rc;
     if (comm->outstanding > 0) {
         xc_error("xcoll_comm_destroy: communicator %u still has %u requests; wait for them first",
@@ -160,6 +198,8 @@ xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
         if (comm->cache[i] != NULL)
             xc_sched_release(comm->cache[i]);
     comm->tl->comm_fini(comm->tl_comm);
+    xc_topo_free(comm->topo);
+    xc_tune_free(comm->tune);
     xc_info("communicator %u destroyed", comm->id);
     free(comm);
     return XCOLL_OK;
@@ -167,8 +207,8 @@ xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
 
 xcoll_status_t xcoll_comm_rank(xcoll_comm_t comm, int *rank)
 {
-    xcoll_status_t rc = xc_comm_check(comm, "xcoll_comm_rank");
-    if (rc == XCOLL_ERR_INVALID_COMM)
+    xcoll_status_t rc = comm_lookup(comm, "xcoll_comm_rank");
+    if (rc != XCOLL_OK)
         return rc;
     if (rank == NULL) {
         xc_error("xcoll_comm_rank: rank is NULL");
@@ -180,8 +220,8 @@ xcoll_status_t xcoll_comm_rank(xcoll_comm_t comm, int *rank)
 
 xcoll_status_t xcoll_comm_size(xcoll_comm_t comm, int *size)
 {
-    xcoll_status_t rc = xc_comm_check(comm, "xcoll_comm_size");
-    if (rc == XCOLL_ERR_INVALID_COMM)
+    xcoll_status_t rc = comm_lookup(comm, "xcoll_comm_size");
+    if (rc != XCOLL_OK)
         return rc;
     if (size == NULL) {
         xc_error("xcoll_comm_size: size is NULL");

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -48,16 +49,26 @@ void xc_log_set_rank(int rank)
 
 void xc_log_write(xc_log_level_t level, const char *file, int line, const char *fmt, ...)
 {
-    char msg[1024];
+    char msg[1024], out[1200];
     va_list ap;
     const char *base = strrchr(file, '/');
+    int n;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    /* one fprintf per line so lines from one process never interleave */
     if (xc_log_level >= XC_LOG_DEBUG)
-        fprintf(stderr, "[xcoll r%d] %s: %s (%s:%d)\n", log_rank, level_names[level], msg,
-                base ? base + 1 : file, line);
+        n = snprintf(out, sizeof(out), "[xcoll r%d] %s: %s (%s:%d)\n", log_rank,
+                     level_names[level], msg, base ? base + 1 : file, line);
     else
-        fprintf(stderr, "[xcoll r%d] %s: %s\n", log_rank, level_names[level], msg);
+        n = snprintf(out, sizeof(out), "[xcoll r%d] %s: %s\n", log_rank, level_names[level], msg);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(out)) {
+        n = (int)sizeof(out) - 1;
+        out[n - 1] = '\n';
+    }
+    /* one write(2) per line: mpirun merges the ranks' stderr, and lines
+     * written piecewise (stdio may split them) come out interleaved */
+    if (write(STDERR_FILENO, out, (size_t)n) < 0)
+        return;
 }

@@ -1,0 +1,196 @@
+#!/bin/sh
+# run_mpi_tests.sh - runs the MPI-launched tests at several rank counts.
+#
+# Used by `make check`; also runnable by hand from a build directory.
+# Environment:
+#   MPIRUN        launcher (default: mpirun)
+#   MPIRUN_FLAGS  launcher flags (default: --allow-run-as-root --oversubscribe)
+#   TEST_BINDIR   where the test binaries are (default: test/mpi under
+#                 $top_builddir, else the directory of this script)
+#   TEST_TIMEOUT  seconds per run (default 300)
+#   XCOLL_TEST_QUICK=1  pass --quick to test_coll (no large counts)
+#   XCOLL_TEST_SWEEP=0  skip the runs that force each algorithm in turn
+# Prints one line per run with its time, then
+#   "run_mpi_tests: N passed, M failed"
+# and exits non-zero if any run failed.
+
+MPIRUN=${MPIRUN:-mpirun}
+MPIRUN_FLAGS=${MPIRUN_FLAGS:---allow-run-as-root --oversubscribe}
+TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+
+if [ -n "$TEST_BINDIR" ]; then
+    bindir=$TEST_BINDIR
+elif [ -n "$top_builddir" ] && [ -x "$top_builddir/test/mpi/test_coll" ]; then
+    bindir=$top_builddir/test/mpi
+elif [ -x "./test/mpi/test_coll" ]; then
+    bindir=./test/mpi
+else
+    bindir=$(cd "$(dirname "$0")" && pwd)
+fi
+
+# More ranks than cores is the normal case here.
+OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_rmaps_base_oversubscribe
+
+coll_flags=
+if [ "${XCOLL_TEST_QUICK:-0}" = 1 ]; then
+    coll_flags=--quick
+fi
+
+label=   # set around a run to tell its log and report lines apart
+logdir=$(mktemp -d "${TMPDIR:-/tmp}/xcoll-mpi-tests.XXXXXX") || exit 1
+passed=0
+failed=0
+failed_runs=
+
+now() { date +%s; }
+
+# run NAME NP [ARGS...]: one mpirun; its output goes to the terminal and
+# its stderr also to $logdir/NAME.NP.err for the checks that need it.
+run() {
+    name=$1
+    np=$2
+    shift 2
+    bin=$bindir/$name
+    err=$logdir/$name$label.$np.err
+    if [ ! -x "$bin" ]; then
+        echo "run_mpi_tests: $bin not found or not executable"
+        failed=$((failed + 1))
+        failed_runs="$failed_runs $name@$np"
+        return 1
+    fi
+    start=$(now)
+    # shellcheck disable=SC2086
+    timeout "$TEST_TIMEOUT" $MPIRUN $MPIRUN_FLAGS -np "$np" "$bin" "$@" 2>"$err"
+    rc=$?
+    elapsed=$(($(now) - start))
+    # Keep failure messages visible, trimmed so a flood stays readable: the
+    # tests' own FAIL lines first, else whatever the run said on stderr.
+    if [ -s "$err" ] && [ "$rc" -ne 0 ]; then
+        if grep -q "FAIL" "$err"; then
+            grep -m 40 "FAIL" "$err"
+        else
+            head -n 40 "$err"
+        fi
+    fi
+    if [ "$rc" -eq 124 ]; then
+        echo "run_mpi_tests: $name$label -np $np TIMED OUT after ${TEST_TIMEOUT} s"
+    fi
+    if [ "$rc" -eq 0 ]; then
+        echo "run_mpi_tests: PASS $name$label -np $np $* (${elapsed} s)"
+        passed=$((passed + 1))
+    else
+        echo "run_mpi_tests: FAIL $name$label -np $np $* (rc $rc, ${elapsed} s)"
+        failed=$((failed + 1))
+        failed_runs="$failed_runs $name$label@$np"
+    fi
+    return $rc
+}
+
+# The timeout test also checks that the library's error log names the rank
+# that never arrived (the last one). Errors are logged at the default level.
+run_timeout() {
+    np=$1
+    skipper=$((np - 1))
+    saved_log=${XCOLL_LOG-__unset__}
+    unset XCOLL_LOG XCOLL_TIMEOUT
+    run test_timeout "$np"
+    rc=$?
+    if [ "$saved_log" != __unset__ ]; then
+        XCOLL_LOG=$saved_log
+        export XCOLL_LOG
+    fi
+    err=$logdir/test_timeout.$np.err
+    if [ "$rc" -eq 0 ]; then
+        if grep "timed out" "$err" | grep -q "rank $skipper\\b"; then
+            echo "run_mpi_tests: PASS test_timeout -np $np log names rank $skipper"
+            passed=$((passed + 1))
+        else
+            echo "run_mpi_tests: FAIL test_timeout -np $np: no 'timed out ... rank $skipper' line in stderr:"
+            head -n 20 "$err"
+            failed=$((failed + 1))
+            failed_runs="$failed_runs test_timeout-log@$np"
+        fi
+    fi
+}
+
+total_start=$(now)
+
+# The transport on its own first: if it is broken, everything else is noise.
+if [ -x "$bindir/test_transport" ]; then
+    for np in 2 4; do
+        run test_transport $np -q
+    done
+else
+    echo "run_mpi_tests: SKIP test_transport (not built)"
+fi
+for np in 1 2 3 4 5 8; do
+    run test_coll $np $coll_flags
+done
+# Every algorithm, forced through XCOLL_TUNE (the selector falls back to
+# another algorithm only where the forced one declines the case). Sweep k
+# forces each collective's k-th algorithm; the names are those of
+# lib/coll/select.c, and an unknown name fails the run (the tuning string
+# is rejected), which keeps this list honest. Moderate large count so the
+# segmented paths run too.
+sweep() {
+    k=$1
+    colls=$2
+    tune=$3
+    shift 3
+    saved_tune=${XCOLL_TUNE-__unset__}
+    XCOLL_TUNE=$tune
+    export XCOLL_TUNE
+    label=".algo$k"
+    echo "run_mpi_tests: XCOLL_TUNE='$tune'"
+    for np in "$@"; do
+        run test_coll "$np" --large 100003 --coll "$colls"
+    done
+    label=
+    if [ "$saved_tune" = __unset__ ]; then
+        unset XCOLL_TUNE
+    else
+        XCOLL_TUNE=$saved_tune
+    fi
+}
+if [ "${XCOLL_TEST_SWEEP:-1}" = 1 ]; then
+    sweep 0 allreduce,bcast,reduce,allgather,reduce_scatter,alltoall,gather,scatter,barrier \
+        "allreduce:0-inf:recdbl;bcast:0-inf:binomial;reduce:0-inf:binomial;allgather:0-inf:ring;reduce_scatter:0-inf:ring;alltoall:0-inf:pairwise;gather:0-inf:binomial;scatter:0-inf:binomial;barrier:0-inf:dissemination" \
+        3 4 7
+    sweep 1 allreduce,bcast,reduce,allgather,reduce_scatter,alltoall,gather,scatter,barrier \
+        "allreduce:0-inf:rabenseifner;bcast:0-inf:chain;reduce:0-inf:rsg;allgather:0-inf:recdbl;reduce_scatter:0-inf:rechalving;alltoall:0-inf:bruck;gather:0-inf:linear;scatter:0-inf:linear;barrier:0-inf:tree" \
+        3 4 7
+    sweep 2 allreduce,bcast,allgather,alltoall \
+        "allreduce:0-inf:ring;bcast:0-inf:scatter_allgather;allgather:0-inf:bruck;alltoall:0-inf:hier" \
+        3 4 7
+    sweep 3 allreduce,bcast \
+        "allreduce:0-inf:reduce_bcast;bcast:0-inf:dbtree" \
+        3 4 7
+    sweep 4 allreduce,bcast \
+        "allreduce:0-inf:dbtree;bcast:0-inf:hier" \
+        3 4 7
+    sweep 5 allreduce \
+        "allreduce:0-inf:hier" \
+        3 4 7
+fi
+
+for np in 2 3 4 8; do
+    run test_nonblocking $np
+done
+for np in 2 3 4 8; do
+    run test_comms $np
+done
+for np in 1 3; do
+    run test_badinput $np
+done
+for np in 3 4; do
+    run_timeout $np
+done
+
+echo "run_mpi_tests: $passed passed, $failed failed ($(($(now) - total_start)) s)"
+if [ "$failed" -ne 0 ]; then
+    echo "run_mpi_tests: failed runs:$failed_runs (stderr kept in $logdir)"
+    exit 1
+fi
+rm -rf "$logdir"
+exit 0
