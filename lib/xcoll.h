@@ -128,6 +128,34 @@ const char *xcoll_op_name(xcoll_op_t op);
 /* Fills cfg with defaults, then applies the XCOLL_* environment variables. */
 xcoll_status_t xcoll_config_init(xcoll_config_t *cfg);
 
+/* --- Introspection (what bin/xcoll-info prints) ----------------------------- */
+
+/* A static multi-line text describing this build: the UCX version and the
+ * transports UCX finds on this machine, and whether CUDA support is built
+ * and a device found. Never NULL. */
+const char *xcoll_build_info(void);
+
+/* Name of collective i ("allreduce", "bcast", "reduce", "allgather",
+ * "reduce_scatter", "alltoall", "gather", "scatter", "barrier" for
+ * i = 0..8), or NULL past the last: the names XCOLL_TUNE uses. */
+const char *xcoll_collective_name(int coll);
+
+/* Name of algorithm i (0, 1, ...) of collective coll, or NULL past the
+ * last. This is also the fallback order once a selection rule's own
+ * candidates have declined a call. */
+const char *xcoll_algorithm_name(int coll, int i);
+
+/* The selection table a communicator created now would use: the built-in
+ * defaults overridden by XCOLL_TUNE_FILE and XCOLL_TUNE (docs/TUNING.md),
+ * written as text into buf (at most len bytes, NUL-terminated like
+ * snprintf; *needed, if not NULL, gets the size the whole text needs).
+ * nranks 0: every rule, one a line, in precedence order (a later line wins
+ * where two cover the same call) with where it came from. nranks > 0: the
+ * resolved table for a communicator of nranks ranks, one line of the
+ * tuning grammar per collective. A malformed override gives
+ * XCOLL_ERR_INVALID_ARG, and buf then holds the error with its position. */
+xcoll_status_t xcoll_tune_table(int nranks, char *buf, size_t len, size_t *needed);
+
 /* --- Communicators -------------------------------------------------------- */
 
 /* Collective over the bootstrap's ranks: exchanges transport addresses and

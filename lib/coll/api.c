@@ -84,9 +84,20 @@ static xcoll_status_t check_buf(const char *what, const char *name, const void *
     return XCOLL_OK;
 }
 
+/* What a cache miss needs to build a schedule, and where it says why it
+ * chose the algorithm it did. */
+typedef struct {
+    xc_coll_args_t a;
+    const struct xc_tune *tune;
+    char why[sizeof(((xc_cached_sched_t *)0)->why)];
+    int built;
+} build_ctx_t;
+
 static xcoll_status_t build_collective(void *ctx, xc_sched_t *s)
 {
-    return xc_select_and_build(s, ctx);
+    build_ctx_t *b = ctx;
+    b->built = 1;
+    return xc_select_and_build(s, &b->a, b->tune, b->why, sizeof(b->why));
 }
 
 /* Schedules are cached per (collective, shape): rank and size are fixed
@@ -95,33 +106,39 @@ static xcoll_status_t post(xcoll_comm_t comm, xc_coll_t coll, size_t count, xcol
                            xcoll_op_t op, int root, int in_place, const void *sendbuf,
                            void *recvbuf, xcoll_request_t *req)
 {
-    xc_coll_args_t a;
+    build_ctx_t b;
     xc_cached_sched_t *cs;
     uint64_t key[4];
     xcoll_status_t rc;
 
-    memset(&a, 0, sizeof(a));
-    a.coll = coll;
-    a.rank = comm->rank;
-    a.size = comm->size;
-    a.count = count;
-    a.dtype = dtype;
-    a.op = op;
-    a.root = root;
-    a.in_place = in_place;
+    /* The selection table is fixed for the communicator's life, so the
+     * choice is a function of the key below and may be cached with it. */
+    memset(&b, 0, sizeof(b));
+    b.tune = comm->tune;
+    b.a.coll = coll;
+    b.a.rank = comm->rank;
+    b.a.size = comm->size;
+    b.a.count = count;
+    b.a.dtype = dtype;
+    b.a.op = op;
+    b.a.root = root;
+    b.a.in_place = in_place;
+    b.a.topo = comm->topo;
     key[0] = (uint64_t)coll | (uint64_t)dtype << 8 | (uint64_t)op << 16 |
              (uint64_t)(in_place != 0) << 24;
     key[1] = count;
     key[2] = (uint64_t)(uint32_t)root;
     key[3] = 0;
-    rc = xc_comm_get_sched(comm, key, build_collective, &a, &cs);
+    rc = xc_comm_get_sched(comm, key, build_collective, &b, &cs);
     if (rc != XCOLL_OK) {
         comm->failed = 1; /* the other ranks may have gone ahead */
         return rc;
     }
-    xc_info("%s seq %u: %s, count %zu %s %s, root %d%s (first candidate that accepts)",
-            xc_coll_name(coll), comm->seq, cs->sched.algo, count, xcoll_dtype_name(dtype),
-            xcoll_op_name(op), root, in_place ? ", in place" : "");
+    if (b.built)
+        memcpy(cs->why, b.why, sizeof(cs->why));
+    xc_info("%s seq %u: %s, count %zu %s %s, root %d%s (%s)", xc_coll_name(coll), comm->seq,
+            cs->sched.algo, count, xcoll_dtype_name(dtype), xcoll_op_name(op), root,
+            in_place ? ", in place" : "", cs->why);
     return xc_request_post(comm, cs, xc_coll_name(coll), sendbuf, recvbuf, -1, req);
 }
 

@@ -123,8 +123,13 @@ extern const xc_algo_t xc_algorithms[];
 extern const size_t xc_num_algorithms;
 const xc_algo_t *xc_algo_find(xc_coll_t coll, const char *name);
 
-/* Builds the schedule for one call with the first algorithm that accepts
- * it; *s is initialised here and s->algo names the algorithm. */
-xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a);
+/* Builds the schedule for one call: the candidates of the rule in tune
+ * (tune.h; NULL: the built-in defaults) that covers the call, then the
+ * collective's other algorithms in table order; the first that accepts
+ * wins. *s is initialised here and s->algo names the algorithm; why (if
+ * not NULL) gets the rule that chose it and what declined, for the log. */
+struct xc_tune;
+xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a,
+                                   const struct xc_tune *tune, char *why, size_t whylen);
 
 #endif

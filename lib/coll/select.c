@@ -1,25 +1,59 @@
-/* Every algorithm xcoll has, and the choice of one for a call. For now
- * each collective has a fixed order of candidates; the first that accepts
- * the call builds its schedule. */
+/* Every algorithm xcoll has, and the choice of one for a call: the
+ * communicator's selection table (tune.c) names the candidates for the
+ * call's collective, rank count and message size; the first candidate
+ * whose builder accepts the call wins, then the collective's remaining
+ * algorithms in table order. Also the introspection calls behind
+ * xcoll-info. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <ucp/api/ucp.h>
+
 #include "coll.h"
+#include "tune.h"
 #include "../core/dtype.h"
 #include "../core/log.h"
 
+/* Order within a collective matters: it is the fallback order once a
+ * rule's own candidates have declined, so the algorithms that serve any
+ * case come early. */
 const xc_algo_t xc_algorithms[] = {
+    {"recdbl", XC_COLL_ALLREDUCE, recdbl_allreduce_schedule},
+    {"rabenseifner", XC_COLL_ALLREDUCE, rabenseifner_allreduce_schedule},
     {"ring", XC_COLL_ALLREDUCE, ring_allreduce_schedule},
+    {"reduce_bcast", XC_COLL_ALLREDUCE, reduce_bcast_allreduce_schedule},
+    {"dbtree", XC_COLL_ALLREDUCE, dbtree_allreduce_schedule},
+    {"hier", XC_COLL_ALLREDUCE, hier_allreduce_schedule},
+
     {"binomial", XC_COLL_BCAST, binomial_bcast_schedule},
+    {"chain", XC_COLL_BCAST, chain_bcast_schedule},
+    {"scatter_allgather", XC_COLL_BCAST, scatter_allgather_bcast_schedule},
+    {"dbtree", XC_COLL_BCAST, dbtree_bcast_schedule},
+    {"hier", XC_COLL_BCAST, hier_bcast_schedule},
+
     {"binomial", XC_COLL_REDUCE, binomial_reduce_schedule},
+    {"rsg", XC_COLL_REDUCE, rsg_reduce_schedule},
+
     {"ring", XC_COLL_ALLGATHER, ring_allgather_schedule},
+    {"recdbl", XC_COLL_ALLGATHER, recdbl_allgather_schedule},
+    {"bruck", XC_COLL_ALLGATHER, bruck_allgather_schedule},
+
     {"ring", XC_COLL_REDUCE_SCATTER, ring_reduce_scatter_schedule},
+    {"rechalving", XC_COLL_REDUCE_SCATTER, rechalving_reduce_scatter_schedule},
+
     {"pairwise", XC_COLL_ALLTOALL, pairwise_alltoall_schedule},
+    {"bruck", XC_COLL_ALLTOALL, bruck_alltoall_schedule},
+    {"hier", XC_COLL_ALLTOALL, hier_alltoall_schedule},
+
     {"binomial", XC_COLL_GATHER, binomial_gather_schedule},
     {"linear", XC_COLL_GATHER, linear_gather_schedule},
+
     {"binomial", XC_COLL_SCATTER, binomial_scatter_schedule},
     {"linear", XC_COLL_SCATTER, linear_scatter_schedule},
+
     {"dissemination", XC_COLL_BARRIER, dissemination_barrier_schedule},
+    {"tree", XC_COLL_BARRIER, tree_barrier_schedule},
 };
 const size_t xc_num_algorithms = sizeof(xc_algorithms) / sizeof(xc_algorithms[0]);
 
@@ -40,33 +74,202 @@ const xc_algo_t *xc_algo_find(xc_coll_t coll, const char *name)
     return NULL;
 }
 
-xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a)
+/* One attempt: XCOLL_OK with *s built, XCOLL_ERR_UNSUPPORTED when the
+ * builder declines (s is then clean), or a real error. */
+static xcoll_status_t try_build(xc_sched_t *s, const xc_coll_args_t *a, const xc_algo_t *al)
 {
-    size_t i;
-    xcoll_status_t rc;
-    for (i = 0; i < xc_num_algorithms; i++) {
-        const xc_algo_t *al = &xc_algorithms[i];
-        if (al->coll != a->coll)
-            continue;
-        rc = xc_sched_init(s, a->rank, a->size, a->dtype, a->op);
-        if (rc != XCOLL_OK)
-            return rc;
-        s->algo = al->name;
-        rc = al->build(s, a);
-        if (rc == XCOLL_OK) {
-            xc_debug("%s: built a %s schedule of %u steps for count %zu", xc_coll_name(a->coll),
-                     al->name, s->nsteps, a->count);
-            if (xc_log_level >= XC_LOG_TRACE)
-                xc_sched_print(s, stderr);
-            return XCOLL_OK;
-        }
-        xc_sched_fini(s);
-        if (rc != XCOLL_ERR_UNSUPPORTED)
-            return rc;
+    xcoll_status_t rc = xc_sched_init(s, a->rank, a->size, a->dtype, a->op);
+    if (rc != XCOLL_OK)
+        return rc;
+    s->algo = al->name;
+    rc = al->build(s, a);
+    if (rc == XCOLL_OK) {
+        xc_debug("%s: built a %s schedule of %u steps for count %zu", xc_coll_name(a->coll),
+                 al->name, s->nsteps, a->count);
+        if (xc_log_level >= XC_LOG_TRACE)
+            xc_sched_print(s, stderr);
+        return XCOLL_OK;
+    }
+    xc_sched_fini(s);
+    if (rc == XCOLL_ERR_UNSUPPORTED)
         xc_debug("%s: %s declined count %zu on %d ranks", xc_coll_name(a->coll), al->name,
                  a->count, a->size);
+    return rc;
+}
+
+xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a, const xc_tune_t *tune,
+                                   char *why, size_t whylen)
+{
+    const xc_tune_rule_t *rule;
+    char region[96], declined[256], rule_text[160];
+    size_t i, nd = 0;
+    unsigned char tried[sizeof(xc_algorithms) / sizeof(xc_algorithms[0])];
+    xcoll_status_t rc;
+    int c;
+
+    if (tune == NULL)
+        tune = xc_tune_builtin();
+    rule = xc_tune_match(tune, a->coll, a->size, xc_tune_message_bytes(a));
+    memset(tried, 0, sizeof(tried));
+    declined[0] = '\0';
+    if (rule != NULL) {
+        xc_tune_rule_region(rule, region, sizeof(region));
+        snprintf(rule_text, sizeof(rule_text), "rule %s from %s", region,
+                 tune->sources[rule->source]);
+    } else {
+        snprintf(rule_text, sizeof(rule_text), "no rule covers it");
     }
-    xc_error("%s: no algorithm accepts count %zu on %d ranks", xc_coll_name(a->coll), a->count,
-             a->size);
+
+    for (c = 0; rule != NULL && c < rule->ncandidates; c++) {
+        const xc_algo_t *al = rule->candidates[c];
+        size_t idx = (size_t)(al - xc_algorithms);
+        if (tried[idx])
+            continue;
+        tried[idx] = 1;
+        rc = try_build(s, a, al);
+        if (rc == XCOLL_OK) {
+            if (why != NULL)
+                snprintf(why, whylen, "%s%s%s", rule_text, nd ? "; declined: " : "", declined);
+            return XCOLL_OK;
+        }
+        if (rc != XCOLL_ERR_UNSUPPORTED)
+            return rc;
+        nd += (size_t)snprintf(declined + nd, nd < sizeof(declined) ? sizeof(declined) - nd : 0,
+                               "%s%s", nd ? ", " : "", al->name);
+        if (nd >= sizeof(declined))
+            nd = sizeof(declined) - 1;
+    }
+
+    /* The rule's candidates all declined (or there was no rule): the
+     * collective's other algorithms, in table order, so a call is served
+     * whenever any algorithm can serve it. */
+    for (i = 0; i < xc_num_algorithms; i++) {
+        const xc_algo_t *al = &xc_algorithms[i];
+        if (al->coll != a->coll || tried[i])
+            continue;
+        tried[i] = 1;
+        rc = try_build(s, a, al);
+        if (rc == XCOLL_OK) {
+            if (why != NULL)
+                snprintf(why, whylen, "%s; %s%s%sfallback in table order", rule_text,
+                         nd ? "declined: " : "", declined, nd ? "; " : "");
+            xc_info("%s, count %zu on %d ranks: %s%s%s, so %s (next in table order)",
+                    xc_coll_name(a->coll), a->count, a->size, rule_text,
+                    nd ? "; declined: " : "", declined, al->name);
+            return XCOLL_OK;
+        }
+        if (rc != XCOLL_ERR_UNSUPPORTED)
+            return rc;
+        nd += (size_t)snprintf(declined + nd, nd < sizeof(declined) ? sizeof(declined) - nd : 0,
+                               "%s%s", nd ? ", " : "", al->name);
+        if (nd >= sizeof(declined))
+            nd = sizeof(declined) - 1;
+    }
+    xc_error("%s: no algorithm accepts count %zu of %s on %d ranks (%s; declined: %s)",
+             xc_coll_name(a->coll), a->count, xcoll_dtype_name(a->dtype), a->size, rule_text,
+             declined);
     return XCOLL_ERR_UNSUPPORTED;
+}
+
+/* ------------------------------------------------------------ introspection */
+
+const char *xcoll_collective_name(int coll)
+{
+    return coll >= 0 && coll < XC_COLL_COUNT ? xc_coll_name((xc_coll_t)coll) : NULL;
+}
+
+const char *xcoll_algorithm_name(int coll, int index)
+{
+    size_t i;
+    int seen = 0;
+    if (coll < 0 || coll >= XC_COLL_COUNT || index < 0)
+        return NULL;
+    for (i = 0; i < xc_num_algorithms; i++)
+        if ((int)xc_algorithms[i].coll == coll && seen++ == index)
+            return xc_algorithms[i].name;
+    return NULL;
+}
+
+xcoll_status_t xcoll_tune_table(int nranks, char *buf, size_t len, size_t *needed)
+{
+    xc_tune_t *t;
+    xcoll_status_t rc;
+    size_t n;
+    xc_log_init();
+    if ((buf == NULL && len > 0) || nranks < 0) {
+        xc_error("xcoll_tune_table: %s", nranks < 0 ? "nranks is negative"
+                                                    : "buf is NULL with a non-zero length");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    rc = xc_tune_load(&t, buf, len);
+    if (rc != XCOLL_OK) {
+        if (needed != NULL)
+            *needed = buf != NULL ? strlen(buf) + 1 : 0;
+        return rc;
+    }
+    n = xc_tune_write(t, nranks, buf, len);
+    xc_tune_free(t);
+    if (needed != NULL)
+        *needed = n + 1;
+    return XCOLL_OK;
+}
+
+/* The transports UCX would use here: the "tl/device" names of a context's
+ * resources, as ucp_context_print_info lists them. Empty when that cannot
+ * be read (the text format belongs to UCX and may change). */
+static void ucx_transports(char *buf, size_t len)
+{
+    ucp_params_t params;
+    ucp_config_t *config;
+    ucp_context_h ctx;
+    char *text = NULL, *line, *save = NULL;
+    size_t tlen = 0, n = 0;
+    FILE *f;
+
+    buf[0] = '\0';
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_TAG;
+    if (ucp_config_read(NULL, NULL, &config) != UCS_OK)
+        return;
+    if (ucp_init(&params, config, &ctx) != UCS_OK) {
+        ucp_config_release(config);
+        return;
+    }
+    ucp_config_release(config);
+    f = open_memstream(&text, &tlen);
+    if (f != NULL) {
+        ucp_context_print_info(ctx, f);
+        fclose(f);
+    }
+    ucp_cleanup(ctx);
+    if (text == NULL)
+        return;
+    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        char *tl = strstr(line, "-- ");
+        if (strstr(line, "resource") == NULL || tl == NULL || n >= len)
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", tl + 3);
+    }
+    free(text);
+}
+
+const char *xcoll_build_info(void)
+{
+    static char info[1024];
+    char tls[512];
+    const char *env_tls = getenv("UCX_TLS");
+    if (info[0] != '\0')
+        return info;
+    ucx_transports(tls, sizeof(tls));
+    /* lib/cuda has no sources yet: device buffers are not supported, and
+     * the library neither links CUDA nor looks for a device. */
+    snprintf(info, sizeof(info),
+             "UCX: %s (built against UCP API %d.%d)\n"
+             "UCX transports: %s%s%s%s\n"
+             "CUDA: not built (host buffers only; a CUDA stream argument is refused)\n",
+             ucp_get_version_string(), UCP_API_MAJOR, UCP_API_MINOR,
+             tls[0] ? tls : "(could not be listed)", env_tls ? " (UCX_TLS=" : "",
+             env_tls ? env_tls : "", env_tls ? ")" : "");
+    return info;
 }

@@ -12,6 +12,7 @@ typedef struct xc_cached_sched {
     xc_sched_t sched;
     int refs;
     uint64_t last_use;
+    char why[192];          /* the selection rule that chose sched.algo, for logs */
 } xc_cached_sched_t;
 
 #define XC_SCHED_CACHE_SIZE 32
@@ -27,6 +28,8 @@ struct xcoll_comm_s {
     unsigned outstanding;   /* requests not yet freed */
     xc_cached_sched_t *cache[XC_SCHED_CACHE_SIZE];
     uint64_t cache_clock;
+    struct xc_tune *tune;   /* selection table: defaults + XCOLL_TUNE_FILE + XCOLL_TUNE */
+    struct xc_topo *topo;   /* which ranks share a node (topo.h) */
     struct xcoll_comm_s *next_live;
 };
 

@@ -174,6 +174,8 @@ static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
                           st->bytes, &req);
         x->msgs_sent++;
         x->bytes_sent += st->bytes;
+        if (st->bytes > x->max_send)
+            x->max_send = st->bytes;
         break;
     case XC_STEP_RECV:
         rc = x->tl->irecv(x->tl_comm, st->peer, tag_for(x, st, st->peer), addr(x, st->dst),

@@ -26,6 +26,7 @@ typedef struct xc_exec {
     uint32_t ndone;
     xcoll_status_t status;     /* first error, or XCOLL_OK */
     uint64_t msgs_sent, bytes_sent; /* counted for the simulator's checks */
+    size_t max_send;           /* largest message sent: decides the flush */
 } xc_exec_t;
 
 /* Binds a schedule to buffers and a transport. bufs[XC_BUF_TMP] is ignored:

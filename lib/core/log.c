@@ -56,11 +56,14 @@ void xc_log_write(xc_log_level_t level, const char *file, int line, const char *
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    char who[24] = "[xcoll]";
+    if (log_rank >= 0)
+        snprintf(who, sizeof(who), "[xcoll r%d]", log_rank);
     if (xc_log_level >= XC_LOG_DEBUG)
-        n = snprintf(out, sizeof(out), "[xcoll r%d] %s: %s (%s:%d)\n", log_rank,
-                     level_names[level], msg, base ? base + 1 : file, line);
+        n = snprintf(out, sizeof(out), "%s %s: %s (%s:%d)\n", who, level_names[level], msg,
+                     base ? base + 1 : file, line);
     else
-        n = snprintf(out, sizeof(out), "[xcoll r%d] %s: %s\n", log_rank, level_names[level], msg);
+        n = snprintf(out, sizeof(out), "%s %s: %s\n", who, level_names[level], msg);
     if (n < 0)
         return;
     if ((size_t)n >= sizeof(out)) {

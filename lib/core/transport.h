@@ -37,6 +37,14 @@ typedef struct xc_transport {
      * number of events handled (0 when idle). */
     int (*progress)(void *tl_comm);
 
+    /* Optional (NULL = nothing to do). Blocks until everything this process
+     * has sent so far has left it. A large UCX send can complete on the
+     * sender while the sender still owes the receiver a protocol message
+     * that only the sender's own progress delivers; if the application
+     * then blocks in MPI, the receiver waits forever. The request layer
+     * flushes before it reports such a collective complete. */
+    xcoll_status_t (*flush)(void *tl_comm);
+
     /* Called when progress found nothing `idle_rounds` times in a row: let
      * other processes have the core, for at most about max_wait_us. */
     void (*idle)(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us);

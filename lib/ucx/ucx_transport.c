@@ -724,7 +724,34 @@ static void ucx_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
     (void)ppoll(&pfd, 1, &ts, NULL);
 }
 
+static xcoll_status_t ucx_flush(void *tl_comm)
+{
+    ucp_request_param_t param;
+    ucs_status_t st;
+    void *r;
+    (void)tl_comm;
+    memset(&param, 0, sizeof(param));
+    r = ucp_worker_flush_nbx(g_ucx.worker, &param);
+    if (r == NULL)
+        return XCOLL_OK;
+    if (UCS_PTR_IS_ERR(r)) {
+        xc_error("flushing the UCX worker: %s", ucs_status_string(UCS_PTR_STATUS(r)));
+        return XCOLL_ERR_TRANSPORT;
+    }
+    /* completes locally: what is flushed is already in the peers' queues
+     * or being written by us, so no peer needs to be in xcoll for this */
+    while ((st = ucp_request_check_status(r)) == UCS_INPROGRESS)
+        ucp_worker_progress(g_ucx.worker);
+    ucp_request_free(r);
+    if (st != UCS_OK) {
+        xc_error("flushing the UCX worker: %s", ucs_status_string(st));
+        return XCOLL_ERR_TRANSPORT;
+    }
+    return XCOLL_OK;
+}
+
 const xc_transport_t xc_ucx_transport = {
+    .flush = ucx_flush,
     .name = "ucx",
     .comm_init = ucx_comm_init,
     .comm_fini = ucx_comm_fini,

@@ -63,6 +63,10 @@ static double time_calls(int coll, void *send, void *recv, size_t count, xcoll_c
     for (i = 0; i < iters; i++)
         if ((rc = run(coll, send, recv, count, comm)) != XCOLL_OK)
             die(xcoll_collective_name(coll), rc);
+    /* Rooted calls return early on some ranks: count until every rank is
+     * done, and keep this rank progressing xcoll until then. */
+    if ((rc = xcoll_barrier(comm)) != XCOLL_OK)
+        die("xcoll_barrier", rc);
     t = (MPI_Wtime() - t0) / iters;
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return tmax;
@@ -130,11 +134,11 @@ static void sweep(int coll, int reps, size_t min_bytes, size_t max_bytes)
             for (a = 0; a < nalgos; a++) {
                 size_t count = sizes[s] / 4;
                 double once = time_calls(coll, send, recv, count, comms[a], 1); /* warm-up */
-                int iters = once > 0 ? (int)(TARGET_S / once) : 1000;
+                int iters = once > 0 ? (int)(TARGET_S / once) : 500;
                 if (iters < 1)
                     iters = 1;
-                if (iters > 1000)
-                    iters = 1000;
+                if (iters > 500)
+                    iters = 500;
                 MPI_Bcast(&iters, 1, MPI_INT, 0, MPI_COMM_WORLD);
                 t[(s * MAX_ALGOS + (size_t)a) * (size_t)reps + (size_t)r] =
                     time_calls(coll, send, recv, count, comms[a], iters);

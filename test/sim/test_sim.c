@@ -21,6 +21,7 @@
 #include "engine.h"
 #include "log.h"
 #include "loopback.h"
+#include "topo.h"
 
 typedef struct {
     const char *name;
@@ -40,6 +41,22 @@ static const algo_t algos[] = {
     {"linear_scatter", XC_COLL_SCATTER, linear_scatter_schedule},
     {"pairwise_alltoall", XC_COLL_ALLTOALL, pairwise_alltoall_schedule},
     {"dissemination_barrier", XC_COLL_BARRIER, dissemination_barrier_schedule},
+    {"recdbl_allreduce", XC_COLL_ALLREDUCE, recdbl_allreduce_schedule},
+    {"rabenseifner_allreduce", XC_COLL_ALLREDUCE, rabenseifner_allreduce_schedule},
+    {"recdbl_allgather", XC_COLL_ALLGATHER, recdbl_allgather_schedule},
+    {"rechalving_reduce_scatter", XC_COLL_REDUCE_SCATTER, rechalving_reduce_scatter_schedule},
+    {"bruck_allgather", XC_COLL_ALLGATHER, bruck_allgather_schedule},
+    {"bruck_alltoall", XC_COLL_ALLTOALL, bruck_alltoall_schedule},
+    {"reduce_bcast_allreduce", XC_COLL_ALLREDUCE, reduce_bcast_allreduce_schedule},
+    {"dbtree_allreduce", XC_COLL_ALLREDUCE, dbtree_allreduce_schedule},
+    {"hier_allreduce", XC_COLL_ALLREDUCE, hier_allreduce_schedule},
+    {"chain_bcast", XC_COLL_BCAST, chain_bcast_schedule},
+    {"scatter_allgather_bcast", XC_COLL_BCAST, scatter_allgather_bcast_schedule},
+    {"dbtree_bcast", XC_COLL_BCAST, dbtree_bcast_schedule},
+    {"hier_bcast", XC_COLL_BCAST, hier_bcast_schedule},
+    {"rsg_reduce", XC_COLL_REDUCE, rsg_reduce_schedule},
+    {"hier_alltoall", XC_COLL_ALLTOALL, hier_alltoall_schedule},
+    {"tree_barrier", XC_COLL_BARRIER, tree_barrier_schedule},
 };
 #define NALGOS (sizeof(algos) / sizeof(algos[0]))
 
@@ -53,9 +70,12 @@ typedef struct {
     int in_place;
     int eager;
     int immediate; /* deliver at match time, not after a random delay */
+    int topo;      /* hier: nodes of topo consecutive ranks (> 0), ranks dealt
+                      round robin over -topo nodes (< 0); 0: no topology */
 } case_t;
 
 static unsigned long n_passed, n_failed;
+static struct xc_topo *case_topo; /* the running case's, for its builders */
 static int verbose;
 static uint32_t seq;
 
@@ -257,6 +277,8 @@ static void report(const case_t *c, int ok, const char *fmt, ...)
            is_reduction(c->algo->coll) ? xcoll_op_name(c->op) : "-", c->root,
            c->in_place ? " in_place" : "", c->eager ? " eager" : "",
            c->immediate ? " immediate" : "", seq);
+    if (c->topo != 0)
+        printf(" topo=%d", c->topo);
     if (fmt != NULL) {
         printf(": ");
         va_start(ap, fmt);
@@ -275,12 +297,214 @@ static int ilog2_ceil(int n)
     return k;
 }
 
-/* Bytes all ranks together put on the wire, or -1 if not checked. */
+/* Recursive doubling/halving fold: p2 = the largest power of two <= P,
+ * rem = P - p2 ranks fold into a partner; lg = log2 p2. */
+static void fold_sizes(int64_t P, int64_t *p2, int64_t *rem, int64_t *lg)
+{
+    *p2 = 1, *lg = 0;
+    while (*p2 * 2 <= P)
+        *p2 *= 2, ++*lg;
+    *rem = P - *p2;
+}
+
+/* --- trees, chain, compositions, hierarchical (docs/algorithms-trees-hier.md)
+ * The segment counts below restate each builder's segmentation rule. */
+
+static int is_hier(const algo_t *al) { return !strncmp(al->name, "hier_", 5); }
+
+static void run_roots(case_t *c);
+
+/* The case's fake topology (see case_t.topo), or NULL. */
+static struct xc_topo *case_topo_make(const case_t *c)
+{
+    struct xc_topo *t = NULL;
+    if (c->topo > 0) {
+        xc_topo_from_ranks_per_node(c->size, c->topo, &t);
+    } else if (c->topo < 0) {
+        uint64_t *keys = malloc((size_t)c->size * sizeof(uint64_t));
+        int r;
+        if (keys == NULL) {
+            fprintf(stderr, "test_sim: out of memory\n");
+            exit(2);
+        }
+        for (r = 0; r < c->size; r++)
+            keys[r] = (uint64_t)(r % -c->topo);
+        xc_topo_from_keys(c->size, keys, &t);
+        free(keys);
+    }
+    if (c->topo != 0 && t == NULL) {
+        fprintf(stderr, "test_sim: cannot build topology %d\n", c->topo);
+        exit(2);
+    }
+    return t;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t at_least_1(int64_t n) { return n < 1 ? 1 : n; }
+
+static int64_t chain_segments(int64_t bytes, int64_t P)
+{
+    int64_t n = ceil_div(bytes, 128 * 1024), fill = ceil_div(bytes, 16 * 1024);
+    if (fill > P - 1)
+        fill = P - 1;
+    return at_least_1(n > fill ? n : fill);
+}
+
+/* Scatter / gather of the count-element buffer's size blocks (uneven) over
+ * a binomial tree: messages (one per edge, two where a subtree's real
+ * ranks wrap) and bytes (each block once per edge above its rank). */
+static void subtree_runs(const case_t *c, int64_t *msgs, int64_t *bytes)
+{
+    const int64_t P = c->size, ds = (int64_t)xcoll_dtype_size(c->dtype);
+    const int64_t w = (P - c->root) % P;
+    int64_t v, u;
+    *msgs = *bytes = 0;
+    for (v = 1; v < P; v++) {
+        int64_t span = v & -v, hi = v + (span < P - v ? span : P - v);
+        *msgs += w > v && w < hi ? 2 : 1;
+        for (u = v; u < hi; u++)
+            *bytes += (int64_t)xc_block_count(c->count, (int)P, (int)((u + c->root) % P)) * ds;
+    }
+}
+
+/* Node sizes of the case's topology: nodes, sum of squares. */
+static void topo_sums(const case_t *c, int64_t *nnodes, int64_t *sq)
+{
+    struct xc_topo *t = case_topo_make(c);
+    int n;
+    *nnodes = *sq = 0;
+    if (t == NULL)
+        return;
+    *nnodes = t->nnodes;
+    for (n = 0; n < t->nnodes; n++)
+        *sq += (int64_t)t->node_size[n] * t->node_size[n];
+    xc_topo_free(t);
+}
+
+/* Fills *msgs and *bytes (all ranks together); returns 0 if the algorithm
+ * is not one of these. */
+static int trees_hier_expect(const case_t *c, int64_t *msgs, int64_t *bytes)
+{
+    const int64_t P = c->size, ds = (int64_t)xcoll_dtype_size(c->dtype);
+    const int64_t count = (int64_t)c->count, n = count * ds;
+    const char *a = c->algo->name;
+    int64_t m, b, nn, sq, halves, seg;
+
+    if (!strcmp(a, "tree_barrier")) {
+        *msgs = 2 * (P - 1), *bytes = 0;
+        return 1;
+    }
+    if (!strcmp(a, "reduce_bcast_allreduce")) {
+        /* tree.c: one segment per 128 KiB, one for an empty message */
+        *msgs = 2 * (P - 1) * at_least_1(ceil_div(n, 128 * 1024)), *bytes = 2 * (P - 1) * n;
+        return 1;
+    }
+    if (!strcmp(a, "chain_bcast")) {
+        *msgs = count == 0 ? 0 : (P - 1) * chain_segments(n, P), *bytes = (P - 1) * n;
+        return 1;
+    }
+    if (!strcmp(a, "dbtree_allreduce") || !strcmp(a, "dbtree_bcast")) {
+        halves = count == 0 ? 0 : count == 1 ? 1 : 2;
+        seg = at_least_1(ceil_div((count + 1) / 2 * ds, 64 * 1024));
+        m = !strcmp(a, "dbtree_allreduce") ? 2 : 1;
+        *msgs = P == 1 ? 0 : m * (P - 1) * halves * seg, *bytes = m * (P - 1) * n;
+        return 1;
+    }
+    if (!strcmp(a, "scatter_allgather_bcast") || !strcmp(a, "rsg_reduce")) {
+        if (P == 1 || (count == 0 && a[0] == 's')) {
+            *msgs = *bytes = 0;
+            return 1;
+        }
+        subtree_runs(c, &m, &b);
+        seg = at_least_1(ceil_div(ceil_div(count, P) * ds, 128 * 1024));
+        *msgs = m + P * (P - 1) * seg, *bytes = b + (P - 1) * n;
+        return 1;
+    }
+    if (is_hier(c->algo)) {
+        topo_sums(c, &nn, &sq);
+        seg = at_least_1(ceil_div(n, 128 * 1024));
+        if (count == 0)
+            *msgs = *bytes = 0;
+        else if (!strcmp(a, "hier_allreduce"))
+            *msgs = 2 * (P - 1) * seg, *bytes = 2 * (P - 1) * n;
+        else if (!strcmp(a, "hier_bcast"))
+            *msgs = (P - 1) * seg, *bytes = (P - 1) * n;
+        else /* alltoall: n is one block */
+            *msgs = 2 * (P - nn) + nn * (nn - 1), *bytes = (2 * (P - nn) * P + P * P - sq) * n;
+        return 1;
+    }
+    return 0;
+}
+
+/* The hierarchical builders must decline without a topology, on one node,
+ * and when every node has one rank. */
+static void check_hier_declines(const algo_t *al, int P)
+{
+    const int topos[3] = {0, 1, P};
+    case_t c;
+    int i;
+    memset(&c, 0, sizeof(c));
+    c.algo = al;
+    c.size = P;
+    c.count = 7;
+    c.dtype = XCOLL_INT32;
+    c.op = XCOLL_SUM;
+    for (i = 0; i < 3; i++) {
+        xc_sched_t s;
+        xc_coll_args_t a;
+        xcoll_status_t st;
+        c.topo = topos[i];
+        memset(&a, 0, sizeof(a));
+        a.coll = al->coll;
+        a.rank = P - 1;
+        a.size = P;
+        a.count = c.count;
+        a.dtype = c.dtype;
+        a.op = c.op;
+        a.topo = case_topo_make(&c);
+        xc_sched_init(&s, a.rank, P, a.dtype, a.op);
+        st = al->build(&s, &a);
+        xc_sched_finish(&s);
+        xc_sched_fini(&s);
+        xc_topo_free((struct xc_topo *)a.topo);
+        report(&c, st == XCOLL_ERR_UNSUPPORTED, "built (%s) where it should decline",
+               xcoll_strerror(st));
+    }
+}
+
+/* Hierarchical cases run over several fake topologies: k consecutive ranks
+ * per node (the last node smaller when k does not divide the size), and
+ * ranks dealt round robin over -k nodes (nodes that are not rank ranges). */
+static void run_topos(case_t *c)
+{
+    static const int topos[] = {2, 3, 4, -2, -3};
+    size_t i;
+    if (!is_hier(c->algo)) {
+        run_roots(c);
+        return;
+    }
+    if (c->count == 0 && !c->in_place && c->dtype == XCOLL_INT32)
+        check_hier_declines(c->algo, c->size);
+    for (i = 0; i < sizeof(topos) / sizeof(topos[0]); i++) {
+        int k = topos[i];
+        /* at least two nodes, one of them with two ranks */
+        if (k > 0 ? c->size <= k : c->size <= -k)
+            continue;
+        c->topo = k;
+        run_roots(c);
+    }
+    c->topo = 0;
+}
+
+/* Bytes all ranks together put on the wire, or -1 if not checked.
+ * docs/ALGORITHMS.md states these formulas. */
 static int64_t expected_wire_bytes(const case_t *c)
 {
     const int64_t P = c->size, block = (int64_t)(c->count * xcoll_dtype_size(c->dtype));
     const char *n = c->algo->name;
     int64_t total = 0, v;
+    if (trees_hier_expect(c, &v, &total))
+        return total;
     if (!strcmp(n, "ring_allreduce"))
         return 2 * (P - 1) * block;
     if (!strcmp(n, "ring_allgather") || !strcmp(n, "ring_reduce_scatter") ||
@@ -299,6 +523,78 @@ static int64_t expected_wire_bytes(const case_t *c)
     }
     if (!strcmp(n, "dissemination_barrier"))
         return 0;
+    if (!strcmp(n, "recdbl_allreduce") || !strcmp(n, "rabenseifner_allreduce") ||
+        !strcmp(n, "rechalving_reduce_scatter")) {
+        int64_t p2, rem, lg;
+        fold_sizes(P, &p2, &rem, &lg);
+        if (P == 1)
+            return 0;
+        if (!strcmp(n, "recdbl_allreduce"))
+            return (2 * rem + p2 * lg) * block;
+        if (!strcmp(n, "rabenseifner_allreduce"))
+            return (2 * rem + 2 * (p2 - 1)) * block;
+        return (P - 1) * P * block + rem * block;
+    }
+    if (!strcmp(n, "recdbl_allgather") || !strcmp(n, "bruck_allgather"))
+        return P * (P - 1) * block;
+    if (!strcmp(n, "bruck_alltoall")) {
+        /* a block moves once per set bit of (destination - source) mod P */
+        for (v = 1; v < P; v++)
+            total += __builtin_popcountll((unsigned long long)v);
+        return P * total * block;
+    }
+    return -1;
+}
+
+/* Messages a pipelined block of `bytes` is cut into (ring.c, tree.c). */
+static int64_t segments(int64_t bytes)
+{
+    const int64_t seg = 128 * 1024;
+    return bytes <= seg ? 1 : (bytes + seg - 1) / seg;
+}
+
+/* Messages all ranks together send, or -1 if not checked (formulas in
+ * docs/ALGORITHMS.md). */
+static int64_t expected_messages(const case_t *c)
+{
+    const int64_t P = c->size, ds = (int64_t)xcoll_dtype_size(c->dtype);
+    const int64_t count = (int64_t)c->count;
+    const char *n = c->algo->name;
+    int64_t p2, rem, lg, v, total = 0;
+    if (trees_hier_expect(c, &total, &v))
+        return total;
+    fold_sizes(P, &p2, &rem, &lg);
+    if (P == 1)
+        return 0;
+    /* ring.c and tree.c cut a block into segments of at most 128 KiB */
+    if (!strcmp(n, "ring_allreduce"))
+        return 2 * P * (P - 1) * segments(((count + P - 1) / P) * ds);
+    if (!strcmp(n, "ring_allgather") || !strcmp(n, "ring_reduce_scatter"))
+        return P * (P - 1) * segments(count * ds);
+    if (!strcmp(n, "binomial_bcast") || !strcmp(n, "binomial_reduce"))
+        return (P - 1) * segments(count * ds);
+    if (!strcmp(n, "linear_gather") || !strcmp(n, "linear_scatter") ||
+        !strcmp(n, "pairwise_alltoall"))
+        return !strcmp(n, "pairwise_alltoall") ? P * (P - 1) : P - 1;
+    if (!strcmp(n, "binomial_gather") || !strcmp(n, "binomial_scatter")) {
+        /* one message per tree edge, two where the subtree's real ranks
+         * wrap from size-1 to 0 (virtual rank w = size - root) */
+        const int64_t w = (P - c->root) % P;
+        for (v = 1; v < P; v++) {
+            int64_t span = v & -v, hi = v + (span < P - v ? span : P - v);
+            total += w > v && w < hi ? 2 : 1;
+        }
+        return total;
+    }
+    if (!strcmp(n, "recdbl_allreduce") || !strcmp(n, "rechalving_reduce_scatter"))
+        return 2 * rem + p2 * lg;
+    if (!strcmp(n, "rabenseifner_allreduce"))
+        return 2 * rem + 2 * p2 * lg;
+    if (!strcmp(n, "recdbl_allgather"))
+        return 3 * rem + p2 * lg;
+    if (!strcmp(n, "bruck_allgather") || !strcmp(n, "bruck_alltoall") ||
+        !strcmp(n, "dissemination_barrier"))
+        return P * ilog2_ceil((int)P);
     return -1;
 }
 
@@ -512,6 +808,7 @@ static void run_case(const case_t *c)
         exit(2);
     }
     seq++;
+    case_topo = case_topo_make(c);
     lb_world_set_eager(w, c->eager);
     lb_world_set_delayed(w, !c->immediate, seq);
     inputs = calloc((size_t)P, sizeof(void *));
@@ -543,6 +840,7 @@ static void run_case(const case_t *c)
         a.op = c->op;
         a.root = c->root;
         a.in_place = ip[r];
+        a.topo = case_topo;
         st = xc_sched_init(&s[r], r, P, c->dtype, c->op);
         s[r].algo = c->algo->name;
         if (st == XCOLL_OK)
@@ -592,7 +890,12 @@ static void run_case(const case_t *c)
         report(c, 0, "%" PRIu64 " bytes on the wire, expected %" PRId64, bytes, want_bytes);
         ok = 0;
     }
-    if (ok && c->algo->coll == XC_COLL_BARRIER && sent != (uint64_t)P * (uint64_t)ilog2_ceil(P)) {
+    want_bytes = expected_messages(c);
+    if (ok && want_bytes >= 0 && (uint64_t)want_bytes != sent) {
+        report(c, 0, "%" PRIu64 " messages, expected %" PRId64, sent, want_bytes);
+        ok = 0;
+    }
+    if (ok && !strcmp(c->algo->name, "dissemination_barrier") && sent != (uint64_t)P * (uint64_t)ilog2_ceil(P)) {
         report(c, 0, "%" PRIu64 " barrier messages, expected %d", sent, P * ilog2_ceil(P));
         ok = 0;
     }
@@ -613,6 +916,8 @@ static void run_case(const case_t *c)
     free(inputs);
     free(reduced);
     lb_world_destroy(w);
+    xc_topo_free(case_topo);
+    case_topo = NULL;
     free(s);
     free(x);
     free(b);
@@ -696,7 +1001,7 @@ static void run_combo(const algo_t *al, int P, size_t count, xcoll_dtype_t dt, x
     c.op = op;
     for (ip = 0; ip < nip; ip++) {
         c.in_place = ip;
-        run_roots(&c);
+        run_topos(&c);
     }
 }
 
@@ -731,7 +1036,7 @@ static void run_algo_size(const algo_t *al, int P, int quick)
             c.dtype = is_reduction(al->coll) ? d->dtype : move_dtypes[(size_t)P % NMOVE];
             c.op = d->op;
             c.in_place = (P + (int)i) % 2;
-            run_roots(&c);
+            run_topos(&c);
             continue;
         }
         if (is_reduction(al->coll)) {
@@ -779,6 +1084,11 @@ static void run_pipelined(void)
             c.count = 300000 + (size_t)P; /* not a multiple of the size */
             c.dtype = XCOLL_FLOAT32;
             c.op = i % 2 ? XCOLL_AVG : XCOLL_SUM;
+            if (is_hier(al)) {
+                if (P < 3)
+                    continue;
+                c.topo = 2;
+            }
             for (ip = 0; ip < (al->coll == XC_COLL_BCAST ? 1 : 2); ip++) {
                 c.in_place = ip;
                 c.root = P - 1;
@@ -808,6 +1118,21 @@ static void run_slot_wrap(void)
     run_case(&c);
 }
 
+/* One small case (count 0, 1 or 2; in place or not by parity) at a size
+ * the full sweep skips: results, messages and bytes are still checked. */
+static void run_formula_case(const algo_t *al, int P)
+{
+    case_t c;
+    memset(&c, 0, sizeof(c));
+    c.algo = al;
+    c.size = P;
+    c.count = al->coll == XC_COLL_BARRIER ? 0 : (size_t)(P % 3);
+    c.dtype = XCOLL_INT32;
+    c.op = P % 2 ? XCOLL_SUM : XCOLL_AVG;
+    c.in_place = al->coll != XC_COLL_BCAST && al->coll != XC_COLL_BARRIER && P % 2;
+    run_topos(&c); /* run_roots, over fake nodes for hier_* */
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0, i, P;
@@ -831,6 +1156,10 @@ int main(int argc, char **argv)
             run_algo_size(&algos[k], P, quick);
         for (i = 0; i < 3; i++)
             run_algo_size(&algos[k], extra_sizes[i], 1);
+        /* the formulas hold at every size: a small case at each up to 64 */
+        for (P = 34; P <= 64; P++)
+            if (P != 40 && P != 47 && P != 64)
+                run_formula_case(&algos[k], P);
     }
     if (only == NULL) {
         run_pipelined();

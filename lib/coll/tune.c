@@ -1,0 +1,681 @@
+/* The selection grammar (tune.h, docs/TUNING.md): one parser for the
+ * built-in defaults and for the user's XCOLL_TUNE / XCOLL_TUNE_FILE, so an
+ * override can say anything the defaults say, and a mistake in either is
+ * reported with its position instead of being skipped. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+#include "../core/dtype.h"
+#include "../core/log.h"
+
+/* Measured with test/mpi/tune_sweep.c on the 2-core development machine at
+ * 2, 4 and 8 ranks (oversubscribed, shared with other work): the numbers,
+ * the commands and the reasons for each threshold are in docs/TUNING.md.
+ * Every collective has rules covering 0-inf, so any call finds a rule; the
+ * "|ring"-style second candidates only matter if the first declines. */
+const char xc_tune_defaults[] =
+    "allreduce:0-4k:recdbl|ring,4k-16k:dbtree|ring,16k-64k:ring,64k-256k:dbtree|ring,"
+    "256k-inf:rabenseifner|ring\n"
+    "bcast:0-1m:binomial,1m-inf:chain|binomial\n"
+    "reduce:0-inf:binomial\n"
+    "allgather:0-4k:recdbl|ring,4k-16k:ring,16k-inf:recdbl|ring\n"
+    "reduce_scatter:0-8k:rechalving|ring,8k-inf:ring\n"
+    "reduce_scatter@5-inf:8k-256k:rechalving|ring\n"
+    "alltoall:0-1k:bruck|pairwise,1k-inf:pairwise\n"
+    "gather:0-1k:binomial|linear,1k-inf:linear\n"
+    "scatter:0-inf:linear|binomial\n"
+    "barrier:0-inf:dissemination|tree\n";
+
+/* ------------------------------------------------------------------ parser */
+
+typedef struct {
+    const char *text;
+    const char *p;
+    const char *source;
+    int multiline;          /* positions as "line L, column C" */
+    char *err;
+    size_t errlen;
+} parser_t;
+
+static void where(const parser_t *ps, const char *at, int *line, int *column)
+{
+    const char *q;
+    *line = 1;
+    *column = 1;
+    for (q = ps->text; q < at; q++) {
+        if (*q == '\n') {
+            (*line)++;
+            *column = 1;
+        } else {
+            (*column)++;
+        }
+    }
+}
+
+static xcoll_status_t fail(parser_t *ps, const char *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static xcoll_status_t fail(parser_t *ps, const char *at, const char *fmt, ...)
+{
+    va_list ap;
+    int line, column, n;
+    if (ps->err == NULL || ps->errlen == 0)
+        return XCOLL_ERR_INVALID_ARG;
+    where(ps, at, &line, &column);
+    if (ps->multiline)
+        n = snprintf(ps->err, ps->errlen, "%s: line %d, column %d: ", ps->source, line, column);
+    else
+        n = snprintf(ps->err, ps->errlen, "%s: at character %ld: ", ps->source,
+                     (long)(at - ps->text) + 1);
+    if (n >= 0 && (size_t)n < ps->errlen) {
+        va_start(ap, fmt);
+        vsnprintf(ps->err + n, ps->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return XCOLL_ERR_INVALID_ARG;
+}
+
+/* Skips blanks and comments; newlines too when the grammar is in the
+ * middle of something (a newline only ends an entry where one may end). */
+static void skip_space(parser_t *ps, int newlines)
+{
+    for (;;) {
+        char c = *ps->p;
+        if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n')) {
+            ps->p++;
+        } else if (c == '#') {
+            while (*ps->p != '\0' && *ps->p != '\n')
+                ps->p++;
+        } else {
+            return;
+        }
+    }
+}
+
+static int is_word_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_';
+}
+
+/* The word at p (letters, digits, '_'), copied into buf; returns its length. */
+static size_t read_word(parser_t *ps, char *buf, size_t len)
+{
+    size_t n = 0;
+    while (is_word_char(ps->p[n]))
+        n++;
+    if (len > 0) {
+        size_t k = n < len - 1 ? n : len - 1;
+        memcpy(buf, ps->p, k);
+        buf[k] = '\0';
+    }
+    return n;
+}
+
+/* A quoted excerpt of what is at p, for "found ..." in messages. */
+static const char *found(const char *p, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (*p == '\0')
+        return "the end of the text";
+    if (*p == '\n')
+        return "the end of the line";
+    while (p[n] != '\0' && p[n] != '\n' && n < 12)
+        n++;
+    snprintf(buf, len, "\"%.*s\"", (int)n, p);
+    return buf;
+}
+
+static void known_collectives(char *buf, size_t len)
+{
+    size_t n = 0;
+    int c;
+    buf[0] = '\0';
+    for (c = 0; c < XC_COLL_COUNT && n < len; c++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", c ? ", " : "", xc_coll_name((xc_coll_t)c));
+}
+
+static void known_algorithms(xc_coll_t coll, char *buf, size_t len)
+{
+    size_t i, n = 0;
+    buf[0] = '\0';
+    for (i = 0; i < xc_num_algorithms && n < len; i++)
+        if (xc_algorithms[i].coll == coll)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", xc_algorithms[i].name);
+}
+
+/* size := digits [k|m|g] | inf. inf_ok: whether "inf" may stand here. */
+static xcoll_status_t parse_size(parser_t *ps, size_t *out, int inf_ok, const char *what)
+{
+    const char *start = ps->p;
+    char word[32], fb[24];
+    size_t v = 0, mult = 1;
+    if (*ps->p < '0' || *ps->p > '9') {
+        size_t n = read_word(ps, word, sizeof(word));
+        if (n == 3 && strcmp(word, "inf") == 0) {
+            if (!inf_ok)
+                return fail(ps, start, "%s cannot be inf", what);
+            ps->p += n;
+            *out = XC_TUNE_INF;
+            return XCOLL_OK;
+        }
+        return fail(ps, start, "expected %s (bytes, optionally with k, m or g%s), found %s", what,
+                    inf_ok ? ", or inf" : "", found(start, fb, sizeof(fb)));
+    }
+    while (*ps->p >= '0' && *ps->p <= '9') {
+        unsigned d = (unsigned)(*ps->p - '0');
+        if (v > (XC_TUNE_INF - 1 - d) / 10)
+            return fail(ps, start, "%s is too large", what);
+        v = v * 10 + d;
+        ps->p++;
+    }
+    switch (*ps->p) {
+    case 'k': case 'K': mult = (size_t)1 << 10; ps->p++; break;
+    case 'm': case 'M': mult = (size_t)1 << 20; ps->p++; break;
+    case 'g': case 'G': mult = (size_t)1 << 30; ps->p++; break;
+    default: break;
+    }
+    if (is_word_char(*ps->p))
+        return fail(ps, ps->p, "unexpected '%c' after %s \"%.*s\" (units are k, m, g: "
+                    "KiB, MiB, GiB)", *ps->p, what, (int)(ps->p - start), start);
+    if (v > (XC_TUNE_INF - 1) / mult)
+        return fail(ps, start, "%s is too large", what);
+    *out = v * mult;
+    return XCOLL_OK;
+}
+
+/* ranks := N | N-N | N-inf */
+static xcoll_status_t parse_ranks(parser_t *ps, xc_tune_rule_t *r)
+{
+    const char *start = ps->p;
+    size_t lo, hi;
+    xcoll_status_t rc;
+    if ((rc = parse_size(ps, &lo, 0, "a rank count")) != XCOLL_OK)
+        return rc;
+    hi = lo;
+    skip_space(ps, 1);
+    if (*ps->p == '-') {
+        ps->p++;
+        skip_space(ps, 1);
+        if ((rc = parse_size(ps, &hi, 1, "a rank count")) != XCOLL_OK)
+            return rc;
+    }
+    if (lo < 1)
+        return fail(ps, start, "rank counts start at 1");
+    if (lo >= XC_TUNE_RANKS_INF || (hi != XC_TUNE_INF && hi >= XC_TUNE_RANKS_INF))
+        return fail(ps, start, "rank count too large");
+    if (hi < lo)
+        return fail(ps, start, "empty rank range %zu-%zu (the first must not exceed the second)",
+                    lo, hi);
+    r->min_ranks = (int)lo;
+    r->max_ranks = hi == XC_TUNE_INF ? XC_TUNE_RANKS_INF : (int)hi;
+    return XCOLL_OK;
+}
+
+static xcoll_status_t add_rule(xc_tune_t *t, const xc_tune_rule_t *r)
+{
+    if (t->nrules == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 32;
+        xc_tune_rule_t *n = realloc(t->rules, cap * sizeof(*n));
+        if (n == NULL)
+            return XCOLL_ERR_NO_MEMORY;
+        t->rules = n;
+        t->cap = cap;
+    }
+    t->rules[t->nrules++] = *r;
+    return XCOLL_OK;
+}
+
+/* entry := coll ['@' ranks] ':' rule {',' rule} */
+static xcoll_status_t parse_entry(parser_t *ps, xc_tune_t *t, int source)
+{
+    const char *start = ps->p, *at;
+    char word[64], list[256], fb[24];
+    xc_tune_rule_t r;
+    xcoll_status_t rc;
+    size_t n;
+    int c;
+
+    memset(&r, 0, sizeof(r));
+    r.source = source;
+    r.min_ranks = 1;
+    r.max_ranks = XC_TUNE_RANKS_INF;
+    n = read_word(ps, word, sizeof(word));
+    if (n == 0)
+        return fail(ps, start, "expected a collective name, found %s", found(start, fb, sizeof(fb)));
+    for (c = 0; c < XC_COLL_COUNT; c++)
+        if (strlen(xc_coll_name((xc_coll_t)c)) == n &&
+            strncmp(xc_coll_name((xc_coll_t)c), start, n) == 0)
+            break;
+    if (c == XC_COLL_COUNT) {
+        known_collectives(list, sizeof(list));
+        return fail(ps, start, "unknown collective \"%.*s\" (known: %s)", (int)n, start, list);
+    }
+    r.coll = (xc_coll_t)c;
+    ps->p += n;
+    skip_space(ps, 1);
+    if (*ps->p == '@') {
+        ps->p++;
+        skip_space(ps, 1);
+        if ((rc = parse_ranks(ps, &r)) != XCOLL_OK)
+            return rc;
+        skip_space(ps, 1);
+    }
+    if (*ps->p != ':')
+        return fail(ps, ps->p, "expected ':'%s after \"%s\", found %s",
+                    r.min_ranks == 1 && r.max_ranks == XC_TUNE_RANKS_INF ? " (or '@ranks')" : "",
+                    xc_coll_name(r.coll), found(ps->p, fb, sizeof(fb)));
+    ps->p++;
+
+    for (;;) { /* one rule: lo-hi:algo{|algo} */
+        const char *rule_start;
+        skip_space(ps, 1);
+        rule_start = ps->p;
+        where(ps, rule_start, &r.line, &r.column);
+        if ((rc = parse_size(ps, &r.lo, 0, "a message size")) != XCOLL_OK)
+            return rc;
+        skip_space(ps, 1);
+        if (*ps->p != '-')
+            return fail(ps, ps->p, "expected '-' in the size range, found %s",
+                        found(ps->p, fb, sizeof(fb)));
+        ps->p++;
+        skip_space(ps, 1);
+        if ((rc = parse_size(ps, &r.hi, 1, "a message size")) != XCOLL_OK)
+            return rc;
+        if (r.hi <= r.lo)
+            return fail(ps, rule_start, "empty size range (the lower bound is included, the "
+                        "upper one is not, so it must be larger)");
+        skip_space(ps, 1);
+        if (*ps->p != ':')
+            return fail(ps, ps->p, "expected ':' after the size range, found %s",
+                        found(ps->p, fb, sizeof(fb)));
+        ps->p++;
+        r.ncandidates = 0;
+        for (;;) {
+            const xc_algo_t *al;
+            skip_space(ps, 1);
+            at = ps->p;
+            n = read_word(ps, word, sizeof(word));
+            if (n == 0)
+                return fail(ps, at, "expected an algorithm for %s, found %s",
+                            xc_coll_name(r.coll), found(at, fb, sizeof(fb)));
+            al = n < sizeof(word) ? xc_algo_find(r.coll, word) : NULL;
+            if (al == NULL) {
+                known_algorithms(r.coll, list, sizeof(list));
+                return fail(ps, at, "unknown algorithm \"%.*s\" for %s (known: %s)", (int)n, at,
+                            xc_coll_name(r.coll), list);
+            }
+            if (r.ncandidates == XC_TUNE_MAX_CANDIDATES)
+                return fail(ps, at, "more than %d candidates in one rule",
+                            XC_TUNE_MAX_CANDIDATES);
+            r.candidates[r.ncandidates++] = al;
+            ps->p += n;
+            skip_space(ps, 0);
+            if (*ps->p != '|')
+                break;
+            ps->p++;
+        }
+        if ((rc = add_rule(t, &r)) != XCOLL_OK)
+            return fail(ps, rule_start, "out of memory");
+        /* A rule ends the entry at ';', a newline or the end; ',' continues it. */
+        if (*ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (*ps->p == ';' || *ps->p == '\n' || *ps->p == '\0')
+            return XCOLL_OK;
+        return fail(ps, ps->p, "expected '|', ',', ';' or the end of the line after \"%s\", "
+                    "found %s", r.candidates[r.ncandidates - 1]->name,
+                    found(ps->p, fb, sizeof(fb)));
+    }
+}
+
+xcoll_status_t xc_tune_parse(xc_tune_t *t, const char *text, const char *source, char *err,
+                             size_t errlen)
+{
+    parser_t ps;
+    size_t first = t->nrules;
+    char **sources;
+    xcoll_status_t rc = XCOLL_OK;
+    int id;
+
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    ps.text = text;
+    ps.p = text;
+    ps.source = source;
+    ps.multiline = strchr(text, '\n') != NULL && strchr(text, '\n')[1] != '\0';
+    ps.err = err;
+    ps.errlen = errlen;
+
+    sources = realloc(t->sources, (size_t)(t->nsources + 1) * sizeof(*sources));
+    if (sources == NULL)
+        return fail(&ps, text, "out of memory");
+    t->sources = sources;
+    id = t->nsources;
+    if ((sources[id] = strdup(source)) == NULL)
+        return fail(&ps, text, "out of memory");
+    t->nsources++;
+
+    for (;;) {
+        while (skip_space(&ps, 1), *ps.p == ';')
+            ps.p++;
+        if (*ps.p == '\0')
+            break;
+        if ((rc = parse_entry(&ps, t, id)) != XCOLL_OK)
+            break;
+    }
+    if (rc != XCOLL_OK) { /* all or nothing */
+        t->nrules = first;
+        free(t->sources[--t->nsources]);
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------ loading */
+
+void xc_tune_free(xc_tune_t *t)
+{
+    int i;
+    if (t == NULL)
+        return;
+    for (i = 0; i < t->nsources; i++)
+        free(t->sources[i]);
+    free(t->sources);
+    free(t->rules);
+    free(t);
+}
+
+#define XC_TUNE_FILE_MAX (1 << 20)
+
+static xcoll_status_t read_file(const char *path, char **out, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    char *text;
+    size_t n;
+    if (f == NULL) {
+        snprintf(err, errlen, "XCOLL_TUNE_FILE=%s: cannot open: %s", path, strerror(errno));
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    text = malloc(XC_TUNE_FILE_MAX + 1);
+    if (text == NULL) {
+        fclose(f);
+        snprintf(err, errlen, "XCOLL_TUNE_FILE=%s: out of memory", path);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    n = fread(text, 1, XC_TUNE_FILE_MAX + 1, f);
+    if (ferror(f) || n > XC_TUNE_FILE_MAX || memchr(text, '\0', n) != NULL) {
+        snprintf(err, errlen, "XCOLL_TUNE_FILE=%s: %s", path,
+                 ferror(f) ? "read error" : n > XC_TUNE_FILE_MAX ? "larger than 1 MiB"
+                                                                 : "not a text file");
+        fclose(f);
+        free(text);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    fclose(f);
+    text[n] = '\0';
+    *out = text;
+    return XCOLL_OK;
+}
+
+xcoll_status_t xc_tune_load(xc_tune_t **out, char *err, size_t errlen)
+{
+    char msg[512], source[300];
+    const char *path, *env;
+    char *text = NULL;
+    xcoll_status_t rc;
+    xc_tune_t *t;
+
+    *out = NULL;
+    msg[0] = '\0';
+    t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+        xc_error("out of memory for the selection table");
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    rc = xc_tune_parse(t, xc_tune_defaults, "defaults", msg, sizeof(msg));
+    if (rc != XCOLL_OK) {
+        xc_error("the built-in selection table is invalid: %s", msg);
+        rc = XCOLL_ERR_INTERNAL;
+        goto out;
+    }
+    path = getenv("XCOLL_TUNE_FILE");
+    if (path != NULL && *path != '\0') {
+        if ((rc = read_file(path, &text, msg, sizeof(msg))) != XCOLL_OK)
+            goto out;
+        snprintf(source, sizeof(source), "XCOLL_TUNE_FILE=%s", path);
+        rc = xc_tune_parse(t, text, source, msg, sizeof(msg));
+        free(text);
+        if (rc != XCOLL_OK)
+            goto out;
+    }
+    env = getenv("XCOLL_TUNE");
+    if (env != NULL && (rc = xc_tune_parse(t, env, "XCOLL_TUNE", msg, sizeof(msg))) != XCOLL_OK)
+        goto out;
+    *out = t;
+    return XCOLL_OK;
+out:
+    if (msg[0] != '\0') {
+        xc_error("%s", msg);
+        if (err != NULL && errlen > 0)
+            snprintf(err, errlen, "%s", msg);
+    }
+    xc_tune_free(t);
+    return rc;
+}
+
+const xc_tune_t *xc_tune_builtin(void)
+{
+    static xc_tune_t *builtin;
+    static int tried;
+    char msg[512];
+    if (!tried) {
+        tried = 1;
+        builtin = calloc(1, sizeof(*builtin));
+        if (builtin != NULL &&
+            xc_tune_parse(builtin, xc_tune_defaults, "defaults", msg, sizeof(msg)) != XCOLL_OK) {
+            xc_error("the built-in selection table is invalid: %s", msg);
+            xc_tune_free(builtin);
+            builtin = NULL;
+        }
+    }
+    return builtin;
+}
+
+/* ------------------------------------------------------------------ lookup */
+
+static int rule_covers(const xc_tune_rule_t *r, xc_coll_t coll, int nranks, size_t bytes)
+{
+    return r->coll == coll && nranks >= r->min_ranks && nranks <= r->max_ranks &&
+           bytes >= r->lo && (r->hi == XC_TUNE_INF || bytes < r->hi);
+}
+
+const xc_tune_rule_t *xc_tune_match(const xc_tune_t *t, xc_coll_t coll, int nranks, size_t bytes)
+{
+    size_t i;
+    if (t == NULL)
+        return NULL;
+    for (i = t->nrules; i-- > 0;) /* the last rule that covers the call wins */
+        if (rule_covers(&t->rules[i], coll, nranks, bytes))
+            return &t->rules[i];
+    return NULL;
+}
+
+size_t xc_tune_message_bytes(const xc_coll_args_t *a)
+{
+    if (a->coll == XC_COLL_BARRIER)
+        return 0;
+    return a->count * xcoll_dtype_size(a->dtype);
+}
+
+/* ------------------------------------------------------------------ text */
+
+void xc_tune_size_text(size_t bytes, char *buf, size_t len)
+{
+    static const char units[] = "gmk";
+    int u;
+    if (bytes == XC_TUNE_INF) {
+        snprintf(buf, len, "inf");
+        return;
+    }
+    for (u = 0; u < 3; u++) {
+        size_t unit = (size_t)1 << (10 * (3 - u));
+        if (bytes != 0 && bytes % unit == 0) {
+            snprintf(buf, len, "%zu%c", bytes / unit, units[u]);
+            return;
+        }
+    }
+    snprintf(buf, len, "%zu", bytes);
+}
+
+static void ranks_text(int lo, int hi, char *buf, size_t len)
+{
+    if (lo == 1 && hi == XC_TUNE_RANKS_INF)
+        buf[0] = '\0';
+    else if (lo == hi)
+        snprintf(buf, len, "@%d", lo);
+    else if (hi == XC_TUNE_RANKS_INF)
+        snprintf(buf, len, "@%d-inf", lo);
+    else
+        snprintf(buf, len, "@%d-%d", lo, hi);
+}
+
+void xc_tune_rule_region(const xc_tune_rule_t *r, char *buf, size_t len)
+{
+    char lo[24], hi[24], rk[32];
+    xc_tune_size_text(r->lo, lo, sizeof(lo));
+    xc_tune_size_text(r->hi, hi, sizeof(hi));
+    ranks_text(r->min_ranks, r->max_ranks, rk, sizeof(rk));
+    snprintf(buf, len, "%s%s:%s-%s", xc_coll_name(r->coll), rk, lo, hi);
+}
+
+/* Appends to a buffer that may be too small, counting what it would need. */
+typedef struct {
+    char *buf;
+    size_t len, used;
+} out_t;
+
+static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(out_t *o, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(o->used < o->len ? o->buf + o->used : NULL,
+                  o->used < o->len ? o->len - o->used : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->used += (size_t)n;
+}
+
+static void put_candidates(out_t *o, const xc_tune_rule_t *r)
+{
+    int i;
+    for (i = 0; i < r->ncandidates; i++)
+        put(o, "%s%s", i ? "|" : "", r->candidates[i]->name);
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void write_resolved(const xc_tune_t *t, xc_coll_t coll, int nranks, out_t *o)
+{
+    size_t *cuts, ncuts = 0, i, j, width;
+    const xc_tune_rule_t *prev = NULL;
+    char lo[24], hi[24], line[1024], notes[1024];
+    out_t l = {line, sizeof(line), 0}, nt = {notes, sizeof(notes), 0};
+    size_t start = 0;
+
+    cuts = malloc((2 * t->nrules + 1) * sizeof(*cuts));
+    if (cuts == NULL) {
+        put(o, "%s: (out of memory)\n", xc_coll_name(coll));
+        return;
+    }
+    cuts[ncuts++] = 0;
+    for (i = 0; i < t->nrules; i++) {
+        const xc_tune_rule_t *r = &t->rules[i];
+        if (r->coll != coll || nranks < r->min_ranks || nranks > r->max_ranks)
+            continue;
+        cuts[ncuts++] = r->lo;
+        if (r->hi != XC_TUNE_INF)
+            cuts[ncuts++] = r->hi;
+    }
+    qsort(cuts, ncuts, sizeof(*cuts), cmp_size);
+    for (i = j = 0; i < ncuts; i++)
+        if (j == 0 || cuts[i] != cuts[j - 1])
+            cuts[j++] = cuts[i];
+    ncuts = j;
+
+    put(&l, "%s@%d:", xc_coll_name(coll), nranks);
+    width = l.used;
+    /* Between two cuts one rule wins throughout; adjacent pieces won by the
+     * same rule print as one range. */
+    for (i = 0; i <= ncuts; i++) {
+        const xc_tune_rule_t *r = i < ncuts ? xc_tune_match(t, coll, nranks, cuts[i]) : NULL;
+        if (i > 0 && i < ncuts && r == prev)
+            continue;
+        if (prev != NULL) {
+            xc_tune_size_text(start, lo, sizeof(lo));
+            xc_tune_size_text(i < ncuts ? cuts[i] : XC_TUNE_INF, hi, sizeof(hi));
+            put(&l, "%s%s-%s:", l.used > width ? "," : "", lo, hi);
+            put_candidates(&l, prev);
+            if (strcmp(t->sources[prev->source], "defaults") != 0) {
+                put(&nt, "%s%s-%s from %s", nt.used ? "; " : "", lo, hi,
+                    t->sources[prev->source]);
+            }
+        } else if (i > 0) {
+            xc_tune_size_text(start, lo, sizeof(lo));
+            xc_tune_size_text(i < ncuts ? cuts[i] : XC_TUNE_INF, hi, sizeof(hi));
+            put(&nt, "%s%s-%s: no rule (table order)", nt.used ? "; " : "", lo, hi);
+        }
+        prev = r;
+        if (i < ncuts)
+            start = cuts[i];
+    }
+    free(cuts);
+    if (l.used == width) /* no rule at all */
+        put(o, "# %s: no rule for %d ranks: algorithms are tried in table order\n",
+            xc_coll_name(coll), nranks);
+    else if (nt.used)
+        put(o, "%-60s # %s\n", line, notes);
+    else
+        put(o, "%s\n", line);
+}
+
+size_t xc_tune_write(const xc_tune_t *t, int nranks, char *buf, size_t len)
+{
+    out_t o = {buf, len, 0};
+    char region[80], rule[512];
+    size_t i;
+    int c;
+    if (len > 0)
+        buf[0] = '\0';
+    if (nranks > 0) {
+        for (c = 0; c < XC_COLL_COUNT; c++)
+            write_resolved(t, (xc_coll_t)c, nranks, &o);
+        return o.used;
+    }
+    for (i = 0; i < t->nrules; i++) {
+        const xc_tune_rule_t *r = &t->rules[i];
+        out_t ro = {rule, sizeof(rule), 0};
+        xc_tune_rule_region(r, region, sizeof(region));
+        put(&ro, "%s:", region);
+        put_candidates(&ro, r);
+        if (strcmp(t->sources[r->source], "defaults") == 0)
+            put(&o, "%-60s # defaults\n", rule);
+        else if (r->line == 1 && strncmp(t->sources[r->source], "XCOLL_TUNE_FILE", 15) != 0)
+            put(&o, "%-60s # %s, character %d\n", rule, t->sources[r->source], r->column);
+        else
+            put(&o, "%-60s # %s, line %d, column %d\n", rule, t->sources[r->source], r->line,
+                r->column);
+    }
+    return o.used;
+}

@@ -1,0 +1,45 @@
+/* Which ranks of a communicator share a node, for the hierarchical
+ * algorithms (lib/coll/hier.c). Computed once at communicator creation and
+ * read-only afterwards; schedules are pure functions of it.
+ *
+ * Nodes are numbered in the order of their lowest rank, and a node's
+ * members are listed in ascending rank order, so every rank derives the
+ * same numbering. A node's leader is its lowest rank. */
+#ifndef XC_TOPO_H
+#define XC_TOPO_H
+
+#include <stdint.h>
+#include "xcoll.h"
+
+struct xc_topo {
+    int size;        /* ranks */
+    int nnodes;
+    int max_local;   /* ranks on the most populated node */
+    int *node_of;    /* [size] node of each rank */
+    int *local_rank; /* [size] index of each rank among its node's members */
+    int *node_size;  /* [nnodes] */
+    int *node_first; /* [nnodes] where the node's members start in members */
+    int *members;    /* [size] node 0's ranks, then node 1's, ... */
+};
+
+static inline int xc_topo_leader(const struct xc_topo *t, int node)
+{
+    return t->members[t->node_first[node]];
+}
+
+/* Ranks with equal keys share a node. *out is NULL on failure. */
+xcoll_status_t xc_topo_from_keys(int size, const uint64_t *keys, struct xc_topo **out);
+
+/* Fake nodes of k consecutive ranks: [0, k), [k, 2k), ...; the last one may
+ * be smaller. */
+xcoll_status_t xc_topo_from_ranks_per_node(int size, int k, struct xc_topo **out);
+
+/* Collective over the bootstrap: every rank contributes a hash of its host
+ * name and kernel boot id. XCOLL_TOPO_RANKS_PER_NODE=k (rank 0's value
+ * wins, so ranks never disagree) replaces the detected nodes with fake
+ * ones. */
+xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, struct xc_topo **out);
+
+void xc_topo_free(struct xc_topo *t);
+
+#endif
