@@ -30,7 +30,6 @@
 #include "xcoll.h"
 #include "perf_plot.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -1168,39 +1167,28 @@ static int run_memcpy(const opts_t *o, const size_t *sizes, size_t nsizes)
 
 /* --- --algo ---------------------------------------------------------------------------------- */
 
-/* Whether the loaded libxcoll reads XCOLL_TUNE at all: looks for the
- * variable's name in the shared object's file. There is no API to ask yet,
- * and a static link cannot be inspected this way (reported as unknown). */
-static int library_knows_tune(void)
+/* Index of the library's collective called name, or -1. */
+static int library_coll(const char *name)
 {
-    Dl_info info;
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n < 0 || dladdr((void *)xcoll_version, &info) == 0 || info.dli_fname == NULL)
-        return -1;
-    exe[n] = '\0';
-    char *lib = realpath(info.dli_fname, NULL);
-    if (lib == NULL)
-        return -1;
-    int same = strcmp(lib, exe) == 0;
-    FILE *f = same ? NULL : fopen(lib, "rb");
-    free(lib);
-    if (f == NULL)
-        return -1;
-    static const char key[] = "XCOLL_TUNE";
-    char buf[1 << 16];
-    size_t keep = 0, got;
-    int found = 0;
-    while (!found && (got = fread(buf + keep, 1, sizeof(buf) - keep, f)) > 0) {
-        size_t len = keep + got;
-        found = memmem(buf, len, key, sizeof(key) - 1) != NULL;
-        keep = sizeof(key) - 2; /* a match may straddle two reads */
-        memmove(buf, buf + len - keep, keep);
-    }
-    fclose(f);
-    return found;
+    const char *n;
+    for (int c = 0; (n = xcoll_collective_name(c)) != NULL; c++)
+        if (strcmp(n, name) == 0)
+            return c;
+    return -1;
 }
 
+static int library_has_algo(int coll, const char *algo)
+{
+    const char *n;
+    for (int i = 0; (n = xcoll_algorithm_name(coll, i)) != NULL; i++)
+        if (strcmp(n, algo) == 0)
+            return 1;
+    return 0;
+}
+
+/* Forces --algo through the library's own override, XCOLL_TUNE, for every
+ * selected collective that has an algorithm of that name; the others keep
+ * their default selection (and say so). Returns -1 if none has it. */
 static int apply_algo(const opts_t *o)
 {
     char tune[512];
@@ -1208,28 +1196,35 @@ static int apply_algo(const opts_t *o)
     for (int c = 0; c < C_COUNT; c++) {
         if (!o->coll_on[c] || c == C_SENDRECV)
             continue;
+        int lc = library_coll(colls[c].name);
+        if (lc < 0 || !library_has_algo(lc, o->algo)) {
+            if (rank == 0)
+                fprintf(stderr, "xcoll-perf: --algo %s: %s has no such algorithm (xcoll-info "
+                                "lists them); its default selection runs\n",
+                        o->algo, colls[c].name);
+            continue;
+        }
         int w = snprintf(tune + len, sizeof(tune) - len, "%s%s:0-inf:%s", len ? ";" : "",
                          colls[c].name, o->algo);
-        if (w < 0 || (size_t)w >= sizeof(tune) - len)
+        if (w < 0 || (size_t)w >= sizeof(tune) - len) {
+            if (rank == 0)
+                fprintf(stderr, "xcoll-perf: --algo %s: name too long\n", o->algo);
             return -1;
+        }
         len += (size_t)w;
+    }
+    if (len == 0) {
+        if (rank == 0)
+            fprintf(stderr, "xcoll-perf: --algo %s: no selected collective has this algorithm\n",
+                    o->algo);
+        return -1;
     }
     if (rank == 0 && getenv("XCOLL_TUNE") != NULL)
         fprintf(stderr, "xcoll-perf: --algo replaces XCOLL_TUNE=%s\n", getenv("XCOLL_TUNE"));
     if (setenv("XCOLL_TUNE", tune, 1) != 0)
         return -1;
-    if (rank == 0) {
-        int knows = library_knows_tune();
-        if (knows == 0)
-            fprintf(stderr, "xcoll-perf: warning: --algo %s: this libxcoll has no selection "
-                            "override (it ignores XCOLL_TUNE), so its default algorithms "
-                            "run\n", o->algo);
-        else if (knows < 0)
-            fprintf(stderr, "xcoll-perf: note: --algo set XCOLL_TUNE=%s; cannot tell whether "
-                            "this libxcoll honours it\n", tune);
-        else
-            fprintf(stderr, "xcoll-perf: --algo: XCOLL_TUNE=%s\n", tune);
-    }
+    if (rank == 0)
+        fprintf(stderr, "xcoll-perf: --algo: XCOLL_TUNE=%s\n", tune);
     return 0;
 }
 
@@ -1474,8 +1469,6 @@ int main(int argc, char **argv)
         rc = run_memcpy(&o, sizes, nsizes);
     } else {
         if (o.algo != NULL && apply_algo(&o) != 0) {
-            if (rank == 0)
-                fprintf(stderr, "xcoll-perf: --algo %s: name too long\n", o.algo);
             MPI_Finalize();
             return 2;
         }

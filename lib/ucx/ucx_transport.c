@@ -179,13 +179,38 @@ static void worker_destroy(void)
     g_ucx.efd = -1;
 }
 
-static ucs_status_t context_create(int estimated_eps, uint64_t features)
+/* 1 if the launcher says every process of the job runs on this node (Open
+ * MPI's mpirun, or a one-node Slurm step). The UCP context is created once
+ * per process, before any communicator exists, so this is the only way to
+ * know the node count in time. */
+static int job_is_one_node(void)
+{
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const char *world = getenv("OMPI_COMM_WORLD_SIZE");
+    const char *nnodes = getenv("SLURM_STEP_NUM_NODES");
+    if (local != NULL && world != NULL && *local != '\0')
+        return strcmp(local, world) == 0;
+    return nnodes != NULL && strcmp(nnodes, "1") == 0;
+}
+
+static ucs_status_t context_create(int estimated_eps, uint64_t features, int shm_only)
 {
     ucp_config_t *config;
     ucp_params_t params;
     ucs_status_t status = ucp_config_read(NULL, NULL, &config);
     if (status != UCS_OK)
         return status;
+    /* UCX polls every transport it opened on each worker progress, TCP
+     * included, which costs ~0.25 us per small-message hop on one node.
+     * When the whole job is on one node, shared memory and self reach every
+     * peer; a user's UCX_TLS always wins (UCX_TLS=all restores UCX's
+     * choice, e.g. for a job that connects to processes elsewhere later). */
+    if (shm_only) {
+        if (ucp_config_modify(config, "TLS", "sm,self") == UCS_OK)
+            xc_debug("UCX: every rank of the job is on this node: UCX_TLS=sm,self");
+        else
+            xc_info("UCX: could not restrict transports to sm,self; using UCX's default");
+    }
     /* With the default "get" rendezvous the receiver still owes the sender
      * an acknowledgement after its receive completed; if the application
      * then blocks elsewhere (in MPI, say) our worker is not progressed and
@@ -218,11 +243,19 @@ static xcoll_status_t worker_create(int estimated_eps)
 
     /* Wakeup lets an idle rank sleep; a UCX build whose transports cannot
      * wake us still works, with yield-only back-off. */
-    status = context_create(estimated_eps, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP);
+    status = UCS_ERR_UNSUPPORTED;
+    if (getenv("UCX_TLS") == NULL && job_is_one_node()) {
+        status = context_create(estimated_eps, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP, 1);
+        if (status != UCS_OK)
+            xc_info("UCX context on sm,self failed (%s); letting UCX choose transports",
+                    ucs_status_string(status));
+    }
+    if (status != UCS_OK)
+        status = context_create(estimated_eps, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP, 0);
     if (status != UCS_OK) {
         xc_info("UCX context with wakeup failed (%s); retrying without",
                 ucs_status_string(status));
-        status = context_create(estimated_eps, UCP_FEATURE_TAG);
+        status = context_create(estimated_eps, UCP_FEATURE_TAG, 0);
     }
     if (status != UCS_OK) {
         xc_error("ucp_init failed: %s", ucs_status_string(status));
