@@ -105,7 +105,12 @@ for np in $nps; do
         # noise averages out where a call is short and the sweep stays short.
         # --fence: without it a rank can block in MPI while its peer still
         # needs that rank's UCX worker to finish a rendezvous, and the job
-        # hangs (see docs/PERFORMANCE.md, Analysis).
+        # hangs (see docs/PERFORMANCE.md, Analysis). Still needed after the
+        # put rendezvous and the flush before completion: without it a
+        # 2-rank 1M..64M sweep hung at reduce_scatter 16 MiB (rank 0
+        # waiting for the last 128 KiB segments from rank 1, which had
+        # completed its call and sat in MPI). Not reproduced since segments
+        # were capped (4 per ring block), but the cause is not understood.
         run_mpi "$np" "$perf" -C "$coll" -b 8 -e "$maxbytes" -f 2 -n "$iters" -w "$warmup" \
             --budget "$budget" -d float32 -o sum --vs-mpi --fence --no-inplace --csv \
             --plot "$results/$coll-np$np.svg" > "$results/$coll-np$np.csv" || {

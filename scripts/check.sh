@@ -17,6 +17,9 @@ run_check() {
     fi
 }
 
+# MPICH too, for the PMPI drop-in's MPICH test; Open MPI keeps the default
+# mpicc/mpirun (its alternatives priority is higher).
+XCOLL_PACKAGES="$XCOLL_PACKAGES mpich libmpich-dev"
 install_packages
 generate
 

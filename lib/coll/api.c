@@ -96,8 +96,12 @@ typedef struct {
 static xcoll_status_t build_collective(void *ctx, xc_sched_t *s)
 {
     build_ctx_t *b = ctx;
+    xcoll_status_t rc;
     b->built = 1;
-    return xc_select_and_build(s, &b->a, b->tune, b->why, sizeof(b->why));
+    rc = xc_select_and_build(s, &b->a, b->tune, b->why, sizeof(b->why));
+    if (rc == XCOLL_OK)
+        rc = xc_sched_add_acks(s, XC_ACK_ABOVE_BYTES);
+    return rc;
 }
 
 /* Schedules are cached per (collective, shape): rank and size are fixed

@@ -24,6 +24,13 @@
  * are reduced. */
 #define RING_SEGMENT_BYTES ((size_t)128 * 1024)
 
+/* ...but at most this many segments per block: segments only overlap the
+ * reduction of one with the transfer of the next, which a few do as well as
+ * many, while each one costs a rendezvous (RTS, RTR, put, ATP) and a page
+ * pinning. Measured on 2 ranks (docs/PERFORMANCE.md): 128 KiB segments
+ * made a 16 MiB reduce_scatter about 2x slower than whole blocks. */
+#define RING_MAX_SEGMENTS 4
+
 /* Landing buffers per rank for incoming partial sums; a receive into one
  * waits for the reduction that last read it. Four keep a few segments in
  * flight without much scratch. */
@@ -100,7 +107,7 @@ static xcoll_status_t layout_init(ring_layout_t *L, xc_sched_t *s, const xc_coll
             s->err = XCOLL_ERR_UNSUPPORTED;
             return s->err;
         }
-        L->nseg = (int)n;
+        L->nseg = n > RING_MAX_SEGMENTS ? RING_MAX_SEGMENTS : (int)n;
     }
     return XCOLL_OK;
 }

@@ -20,6 +20,13 @@
  * transfer, and a segment stays in L2 while it is reduced. */
 #define TREE_SEGMENT_BYTES ((size_t)128 * 1024)
 
+/* ...but at most this many segments per tree level: a pipeline down L
+ * levels takes (L - 1 + S) segment times, so S = 4L keeps the fill under
+ * 20% while each segment, a rendezvous and a page pinning of its own,
+ * stays large (on 2 ranks, with nothing to pipeline, 128 KiB segments made
+ * a 16 MiB bcast ~1.4x slower than one message). */
+#define TREE_SEGMENTS_PER_LEVEL 4
+
 /* Landing buffers per child in reduce: receiving segment j+1 overlaps the
  * reduction of segment j. */
 #define TREE_LANDING_SLOTS 2
@@ -85,14 +92,17 @@ static int split_range(const tree_t *t, int lo, int hi, int plo[2], int phi[2])
     return 1;
 }
 
-static int nseg_for(size_t bytes)
+static int nseg_for(size_t bytes, int size)
 {
-    size_t n;
+    size_t n, levels = 0;
     if (bytes <= TREE_SEGMENT_BYTES)
         return 1;
+    while (((size_t)1 << levels) < (size_t)size)
+        levels++;
     n = (bytes + TREE_SEGMENT_BYTES - 1) / TREE_SEGMENT_BYTES;
-    /* past 2^24 segments, larger segments keep the step count sane */
-    return n > (size_t)1 << 24 ? 1 << 24 : (int)n;
+    if (n > TREE_SEGMENTS_PER_LEVEL * levels)
+        n = TREE_SEGMENTS_PER_LEVEL * levels;
+    return n < 1 ? 1 : (int)n;
 }
 
 static int *alloc_ids(xc_sched_t *s, size_t n)
@@ -113,7 +123,7 @@ static int window_dep(const int *ids, int k)
 xcoll_status_t binomial_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a)
 {
     const size_t count = a->count, ds = s->dsize;
-    const int nseg = nseg_for(count * ds);
+    const int nseg = nseg_for(count * ds, a->size);
     int child[32], child_span[32], nch, c, j;
     int *recvs, *sends;
     tree_t t;
@@ -146,7 +156,7 @@ xcoll_status_t binomial_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a)
 xcoll_status_t binomial_reduce_schedule(xc_sched_t *s, const xc_coll_args_t *a)
 {
     const size_t count = a->count, ds = s->dsize;
-    const int nseg = nseg_for(count * ds);
+    const int nseg = nseg_for(count * ds, a->size);
     const size_t seg_max = xc_block_count(count, nseg, 0) * ds;
     const xc_buf_t in = a->in_place && a->rank == a->root ? XC_BUF_RECV : XC_BUF_SEND;
     int child[32], child_span[32], nch, c, j;

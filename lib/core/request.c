@@ -20,6 +20,35 @@ double xc_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Finished requests kept for reuse, as the engine keeps its state blocks:
+ * a small collective is short enough for calloc and free to show. */
+#define XC_SPARE_REQUESTS 4
+static struct xcoll_request_s *g_spare_req[XC_SPARE_REQUESTS];
+static unsigned g_nspare_req;
+
+static struct xcoll_request_s *request_alloc(void)
+{
+#if !defined(__SANITIZE_ADDRESS__)
+    if (g_nspare_req > 0) {
+        struct xcoll_request_s *r = g_spare_req[--g_nspare_req];
+        memset(r, 0, sizeof(*r));
+        return r;
+    }
+#endif
+    return calloc(1, sizeof(struct xcoll_request_s));
+}
+
+static void request_free(struct xcoll_request_s *r)
+{
+#if !defined(__SANITIZE_ADDRESS__)
+    if (g_nspare_req < XC_SPARE_REQUESTS) {
+        g_spare_req[g_nspare_req++] = r;
+        return;
+    }
+#endif
+    free(r);
+}
+
 static void unlink_active(struct xcoll_request_s *r)
 {
     if (r->prev_active != NULL)
@@ -56,7 +85,7 @@ static int progress_one(struct xcoll_request_s *r)
     int moved = 0;
     xcoll_status_t rc = xc_exec_progress(&r->exec, &moved);
     if (moved)
-        r->last_moved = xc_now();
+        r->last_moved = 0; /* stamped by the next idle check: see check_timeout */
     if (rc != XCOLL_INPROGRESS) {
         complete(r, rc);
         moved = 1;
@@ -80,7 +109,7 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
                                const void *sendbuf, void *recvbuf, int p2p_tag,
                                xcoll_request_t *req)
 {
-    struct xcoll_request_s *r = calloc(1, sizeof(*r));
+    struct xcoll_request_s *r = request_alloc();
     xcoll_status_t rc;
     uint32_t seq = p2p_tag < 0 ? comm->seq++ : 0;
 
@@ -94,7 +123,7 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
                       comm->tl_comm, comm->id, seq);
     if (rc != XCOLL_OK) {
         xc_sched_release(cs);
-        free(r);
+        request_free(r);
         if (p2p_tag < 0)
             comm->failed = 1; /* the others consumed this sequence number */
         return rc;
@@ -107,7 +136,7 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     r->cs = cs;
     r->what = what;
     r->status = XCOLL_INPROGRESS;
-    r->last_moved = xc_now();
+    r->last_moved = 0;
     r->next_active = active_head;
     if (active_head != NULL)
         active_head->prev_active = r;
@@ -121,11 +150,19 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     return XCOLL_OK;
 }
 
-/* Gives up on r after its communicator's timeout with no progress. */
+/* Gives up on r after its communicator's timeout with no progress.
+ * Progress does not read the clock (clock_gettime costs ~50 ns here, a
+ * small collective ~600 ns): it sets last_moved to 0, and the first idle
+ * check after that stamps the time, so the timeout counts from at most one
+ * check interval after the last progress. */
 static int check_timeout(struct xcoll_request_s *r, double now)
 {
     char what[96];
     double t = r->comm->timeout_s;
+    if (r->last_moved == 0) {
+        r->last_moved = now;
+        return 0;
+    }
     if (r->done || t <= 0 || now - r->last_moved < t)
         return 0;
     if (r->exec.is_p2p)
@@ -148,7 +185,7 @@ static xcoll_status_t release(xcoll_request_t *req)
     r->comm->outstanding--;
     xc_exec_fini(&r->exec);
     xc_sched_release(r->cs);
-    free(r);
+    request_free(r);
     *req = NULL;
     return st;
 }
@@ -193,7 +230,9 @@ xcoll_status_t xcoll_wait(xcoll_request_t *req)
             continue;
         }
         idle++;
-        if (check_timeout(r, xc_now()))
+        /* every 16th idle round: spinning rounds are ~0.1 us, sleeping ones
+         * at most 2 ms, so the timeout still fires within ~32 ms */
+        if (idle % 16 == 1 && check_timeout(r, xc_now()))
             break;
         r->comm->tl->idle(r->comm->tl_comm, idle, 2000);
     }

@@ -201,6 +201,51 @@ int xc_reduce_local(xc_sched_t *s, xc_ref_t a, xc_ref_t b, xc_ref_t dst, size_t 
     return add_step(s, &st, deps, ndeps);
 }
 
+xcoll_status_t xc_sched_add_acks(xc_sched_t *s, size_t above)
+{
+    uint8_t *sent_big, *recv_big;
+    int *deps;
+    uint32_t nsteps = s->nsteps, i;
+    int p, nd;
+
+    if (s->err != XCOLL_OK || s->send_slots == NULL)
+        return s->err != XCOLL_OK ? s->err : XCOLL_ERR_INTERNAL;
+    sent_big = calloc((size_t)s->size, 1);
+    recv_big = calloc((size_t)s->size, 1);
+    deps = malloc(((size_t)nsteps + 1) * sizeof(int));
+    if (sent_big == NULL || recv_big == NULL || deps == NULL) {
+        xc_error("out of memory adding acknowledgements to a schedule");
+        s->err = XCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (i = 0; i < nsteps; i++) {
+        const xc_step_t *st = &s->steps[i];
+        if (st->bytes <= above)
+            continue;
+        if (st->kind == XC_STEP_SEND)
+            sent_big[st->peer] = 1;
+        else if (st->kind == XC_STEP_RECV || st->kind == XC_STEP_RECV_REDUCE)
+            recv_big[st->peer] = 1;
+    }
+    for (p = 0; p < s->size; p++) {
+        if (!recv_big[p])
+            continue;
+        for (nd = 0, i = 0; i < nsteps; i++)
+            if (s->steps[i].peer == p &&
+                (s->steps[i].kind == XC_STEP_RECV || s->steps[i].kind == XC_STEP_RECV_REDUCE))
+                deps[nd++] = (int)i;
+        xc_send(s, p, xc_ref(XC_BUF_NONE, 0), 0, deps, nd);
+    }
+    for (p = 0; p < s->size; p++)
+        if (sent_big[p])
+            xc_recv(s, p, xc_ref(XC_BUF_NONE, 0), 0, XC_NODEPS);
+out:
+    free(sent_big);
+    free(recv_big);
+    free(deps);
+    return s->err;
+}
+
 int xc_join(xc_sched_t *s, int first)
 {
     int n = (int)s->nsteps - (first < 0 ? 0 : first), i, id;

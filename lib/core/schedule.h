@@ -114,6 +114,20 @@ int xc_divide_local(xc_sched_t *s, xc_ref_t dst, size_t bytes, const int *deps, 
  *     phase1(s, ...); s->after = xc_join(s, 0); phase2(s, ...); s->after = -1; */
 int xc_join(xc_sched_t *s, int first);
 
+/* Messages larger than this use UCX's rendezvous protocols. */
+#define XC_ACK_ABOVE_BYTES 8192
+
+/* Appends the end-of-collective acknowledgements: a zero-byte message to
+ * every peer this rank received more than `above` bytes from in one
+ * message (after all receives from it), and a receive of one from every
+ * peer it sent such a message to. A rank whose large sends "completed" may
+ * otherwise leave xcoll for MPI while UCX still needs its progress to
+ * deliver them (seen with both rendezvous schemes); waiting for the ack
+ * keeps it progressing until the receiver holds the data. Both ends derive
+ * the same acks from matching sends and receives, so the slots agree.
+ * Call after the builder, before xc_sched_finish. */
+xcoll_status_t xc_sched_add_acks(xc_sched_t *s, size_t above);
+
 /* Call when the builder is done: frees the build state and derives what
  * the engine needs (each step's consumers). Returns s->err. */
 xcoll_status_t xc_sched_finish(xc_sched_t *s);

@@ -9,11 +9,17 @@
  * communicator, and destroyed by the attribute's delete callback: when the
  * communicator is freed, or in MPI_Finalize, which deletes what is left.
  *
- * Only blocking forms are served: an MPI request for an xcoll operation
- * would need MPI_Wait, MPI_Test and the rest to progress xcoll, and the
- * profiling interface offers no hook for that (generalized requests are
- * completed by their owner, never progressed by MPI). The nonblocking
- * forms are intercepted only to log that MPI serves them.
+ * The nonblocking forms return an MPI generalized request
+ * (MPI_Grequest_start) that this library completes when xcoll's request
+ * finishes. MPI never progresses a generalized request by itself, so the
+ * wait/test family is intercepted too: every MPI_Test*, MPI_Wait* and
+ * MPI_Request_get_status first tests every pending xcoll request, and
+ * while any is pending a wait loops on the PMPI_Test* form instead of
+ * blocking in PMPI_Wait*. That way a wait on a mix of MPI and xcoll
+ * requests, or on an MPI request whose peer waits for this rank's xcoll
+ * traffic, cannot deadlock. MPI_Send, MPI_Recv, MPI_Sendrecv, MPI_Probe
+ * and the set-up of an xcoll communicator do the same; other blocking MPI
+ * calls do not progress xcoll.
  *
  * Settings (environment): XCOLL_MPI_ENABLE=0 turns it off,
  * XCOLL_MPI_NP (default 2) is the smallest communicator taken,
@@ -23,6 +29,7 @@
 #include <mpi.h>
 
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +45,20 @@ typedef struct pmpi_comm_s {
     struct pmpi_comm_s *prev, *next;  /* every cached communicator, for MPI_Finalize */
 } pmpi_comm_t;
 
+/* One nonblocking collective served by xcoll, behind the generalized
+ * request the application holds. It lives until both xcoll finished it
+ * and MPI freed the generalized request, in either order. */
+typedef struct pmpi_req_s {
+    MPI_Request greq;
+    xcoll_request_t xreq;
+    pmpi_comm_t *comm;
+    xcmpi_coll_t coll;
+    int error;      /* MPI error class the request completes with */
+    int done;       /* xcoll finished; the generalized request is complete */
+    int mpi_freed;  /* MPI called free_fn */
+    struct pmpi_req_s *next;  /* in the pending list while !done */
+} pmpi_req_t;
+
 static struct {
     int ready;
     int enable;
@@ -45,7 +66,111 @@ static struct {
     xcmpi_mask_t mask;
     int keyval;
     pmpi_comm_t *comms;
-} pm = {0, 1, 2, XCMPI_ALL_FORMS, MPI_KEYVAL_INVALID, NULL};
+    pmpi_req_t *pending;  /* xcoll requests not finished yet, oldest last */
+} pm = {0, 1, 2, XCMPI_ALL_FORMS, MPI_KEYVAL_INVALID, NULL, NULL};
+
+/* --- generalized requests for the nonblocking forms ---------------------------- */
+
+/* Tests every pending xcoll request and completes the generalized request
+ * of each one that finished. */
+static void progress_pending(void)
+{
+    pmpi_req_t **link = &pm.pending;
+    while (*link != NULL) {
+        pmpi_req_t *r = *link;
+        int done = 0, freed;
+        xcoll_status_t status = xcoll_test(&r->xreq, &done);
+        if (status == XCOLL_OK && !done) {
+            link = &r->next;
+            continue;
+        }
+        if (status != XCOLL_OK) {
+            xcmpi_error("%s on %s failed in xcoll: %s", xcmpi_coll_name(r->coll, 1),
+                        r->comm->label, xcoll_strerror(status));
+            r->error = MPI_ERR_OTHER;
+        }
+        *link = r->next;
+        r->done = 1;
+        /* free_fn may run inside PMPI_Grequest_complete (then it frees r,
+         * seeing done) or may have run already (then r is ours to free) */
+        freed = r->mpi_freed;
+        PMPI_Grequest_complete(r->greq);
+        if (freed)
+            free(r);
+    }
+}
+
+/* Whether an xcoll request of comm (of any communicator if NULL) is pending. */
+static int any_pending(const pmpi_comm_t *c)
+{
+    const pmpi_req_t *r;
+    for (r = pm.pending; r != NULL; r = r->next)
+        if (c == NULL || r->comm == c)
+            return 1;
+    return 0;
+}
+
+/* Finishes the pending xcoll requests of comm (all if NULL): xcoll
+ * traffic must end before its communicator goes, and an operation whose
+ * request the application freed must still complete. */
+static void drain_pending(const pmpi_comm_t *c)
+{
+    while (any_pending(c)) {
+        progress_pending();
+        sched_yield();
+    }
+}
+
+static int greq_query(void *extra, MPI_Status *status)
+{
+    const pmpi_req_t *r = extra;
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    return r->error;
+}
+
+static int greq_free(void *extra)
+{
+    pmpi_req_t *r = extra;
+    r->mpi_freed = 1;
+    if (r->done)
+        free(r);
+    return MPI_SUCCESS;
+}
+
+/* A collective cannot be cancelled (MPI calls that erroneous); the
+ * request completes normally. */
+static int greq_cancel(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
+/* Waits for an MPI request, testing the pending xcoll requests meanwhile:
+ * a peer may wait for this rank's share of them before it can complete
+ * ours. Blocks in PMPI_Wait once none is pending. */
+static int wait_progressing(MPI_Request *request, MPI_Status *status)
+{
+    for (;;) {
+        int flag = 0, rc;
+        progress_pending();
+        if (pm.pending == NULL)
+            return PMPI_Wait(request, status);
+        rc = PMPI_Test(request, &flag, status);
+        if (rc != MPI_SUCCESS || flag)
+            return rc;
+        sched_yield();
+    }
+}
+
+/* A blocking call made of its nonblocking form (rc: what that returned). */
+static int finish_blocking(int rc, MPI_Request *request)
+{
+    return rc != MPI_SUCCESS ? rc : wait_progressing(request, MPI_STATUS_IGNORE);
+}
 
 static int delete_comm_state(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
@@ -53,6 +178,7 @@ static int delete_comm_state(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)comm;
     (void)keyval;
     (void)extra;
+    drain_pending(c);
     if (c->xcomm != NULL) {
         xcoll_status_t status = xcoll_comm_destroy(c->xcomm);
         if (status != XCOLL_OK)
@@ -75,7 +201,7 @@ static int delete_comm_state(MPI_Comm comm, int keyval, void *attr, void *extra)
  * of the way (MPI not running, or the keyval could not be made). */
 static int setup(void)
 {
-    int initialized = 0, finalized = 0, rank;
+    int initialized = 0, finalized = 0, rank, thread_level = MPI_THREAD_SINGLE;
     const char *env;
     char bad[64];
     if (pm.ready)
@@ -90,6 +216,13 @@ static int setup(void)
     env = getenv("XCOLL_MPI_ENABLE");
     if (env != NULL && (strcmp(env, "0") == 0 || strcmp(env, "no") == 0))
         pm.enable = 0;
+    /* nothing here locks: with threads that may call MPI at once, stay out */
+    if (pm.enable && PMPI_Query_thread(&thread_level) == MPI_SUCCESS &&
+        thread_level == MPI_THREAD_MULTIPLE) {
+        xcmpi_info("MPI_THREAD_MULTIPLE: the PMPI library is not thread safe; MPI serves every "
+                   "collective");
+        pm.enable = 0;
+    }
     env = getenv("XCOLL_MPI_NP");
     if (env != NULL && *env != '\0')
         pm.min_size = atoi(env);
@@ -147,11 +280,16 @@ static pmpi_comm_t *comm_state(MPI_Comm comm)
 static int bootstrap_allgather(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
 {
     pmpi_comm_t *c = ctx;
+    MPI_Request request;
     if (bytes > (size_t)INT_MAX)
         return -1;
-    /* PMPI_: MPI_Allgather would come back here */
-    return PMPI_Allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE, c->comm) ==
-                   MPI_SUCCESS ? 0 : -1;
+    /* PMPI_: MPI_Allgather would come back here. Nonblocking, so that xcoll
+     * requests pending on other communicators keep moving: a peer may wait
+     * for them before it joins. Always so, never by local state: blocking
+     * and nonblocking collectives do not match each other. */
+    return finish_blocking(PMPI_Iallgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes,
+                                           MPI_BYTE, c->comm, &request),
+                           &request) == MPI_SUCCESS ? 0 : -1;
 }
 
 /* Collective: every rank learns whether all succeeded, so that none
@@ -160,6 +298,7 @@ static void comm_create(pmpi_comm_t *c)
 {
     xcoll_bootstrap_t boot;
     xcoll_status_t status;
+    MPI_Request request;
     int ok, all_ok = 0;
     PMPI_Comm_rank(c->comm, &boot.rank);
     PMPI_Comm_size(c->comm, &boot.size);
@@ -167,7 +306,8 @@ static void comm_create(pmpi_comm_t *c)
     boot.ctx = c;
     status = xcoll_comm_create(&boot, NULL, &c->xcomm);
     ok = status == XCOLL_OK;
-    if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm) != MPI_SUCCESS)
+    if (finish_blocking(PMPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm, &request),
+                        &request) != MPI_SUCCESS)
         all_ok = 0;
     if (all_ok) {
         c->state = PCOMM_READY;
@@ -375,90 +515,317 @@ int MPI_Barrier(MPI_Comm comm)
     return PMPI_Barrier(comm);
 }
 
-/* --- nonblocking collectives: logged, then MPI's ---------------------------------- */
+/* --- nonblocking collectives ------------------------------------------------------ */
 
-static const char *const nonblocking_why =
-    "the PMPI library serves blocking forms only (MPI_Wait cannot progress xcoll)";
-
-static void pass_back_nonblocking(MPI_Comm comm, xcmpi_coll_t coll)
+/* Starts the call in xcoll behind a generalized request in *request. */
+static int serve_nonblocking(pmpi_comm_t *c, const xcmpi_call_t *call, MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c;
-    if (xcmpi_log_level < XCMPI_LOG_INFO)
-        return;
-    c = comm_state(comm);
-    memset(&call, 0, sizeof(call));
-    call.coll = coll;
-    (void)take(c, &call, 1, nonblocking_why);
+    const char *name = xcmpi_coll_name(call->coll, 1);
+    pmpi_req_t *r = calloc(1, sizeof(*r));
+    xcoll_status_t status;
+    char what[128];
+    int rc;
+    if (r == NULL) {
+        xcmpi_error("%s on %s: out of memory", name, c->label);
+        (void)PMPI_Comm_call_errhandler(c->comm, MPI_ERR_NO_MEM);
+        return MPI_ERR_NO_MEM;
+    }
+    r->comm = c;
+    r->coll = call->coll;
+    r->error = MPI_SUCCESS;
+    rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, r, request);
+    if (rc != MPI_SUCCESS) {
+        xcmpi_error("%s on %s: no generalized request", name, c->label);
+        free(r);
+        return rc;
+    }
+    r->greq = *request;
+    status = xcmpi_start(call, c->xcomm, &r->xreq);
+    if (status != XCOLL_OK) {
+        /* nothing is in flight: hand the request back to MPI, report the error */
+        xcmpi_error("%s on %s failed in xcoll: %s", name, c->label, xcoll_strerror(status));
+        r->done = 1;
+        PMPI_Grequest_complete(r->greq);
+        PMPI_Request_free(request);
+        (void)PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OTHER);
+        return MPI_ERR_OTHER;
+    }
+    if (xcmpi_log_level >= XCMPI_LOG_INFO) {
+        xcmpi_describe(call, what, sizeof(what));
+        xcmpi_info("served %s on %s: %s", name, c->label, what);
+    }
+    r->next = pm.pending;
+    pm.pending = r;
+    /* start moving data now, not at the first test */
+    progress_pending();
+    return MPI_SUCCESS;
 }
 
 int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request)
 {
-    pass_back_nonblocking(comm, XCMPI_ALLREDUCE);
+    xcmpi_call_t call;
+    pmpi_comm_t *c = comm_state(comm);
+    if (c != NULL && take(c, &call, 1, xcmpi_plan_allreduce(&call, sbuf, rbuf, count, dtype, op)))
+        return serve_nonblocking(c, &call, request);
     return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm,
                MPI_Request *request)
 {
-    pass_back_nonblocking(comm, XCMPI_BCAST);
+    xcmpi_call_t call;
+    pmpi_comm_t *c = comm_state(comm);
+    if (c != NULL &&
+        take(c, &call, 1,
+             xcmpi_plan_bcast(&call, buf, count, dtype, root, comm_size(comm), query_type)))
+        return serve_nonblocking(c, &call, request);
     return PMPI_Ibcast(buf, count, dtype, root, comm, request);
 }
 
 int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root,
                 MPI_Comm comm, MPI_Request *request)
 {
-    pass_back_nonblocking(comm, XCMPI_REDUCE);
+    xcmpi_call_t call;
+    pmpi_comm_t *c = comm_state(comm);
+    if (c != NULL && take(c, &call, 1,
+                          xcmpi_plan_reduce(&call, sbuf, rbuf, count, dtype, op, root,
+                                            comm_rank(comm), comm_size(comm))))
+        return serve_nonblocking(c, &call, request);
     return PMPI_Ireduce(sbuf, rbuf, count, dtype, op, root, comm, request);
 }
 
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                    MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *request)
 {
-    pass_back_nonblocking(comm, XCMPI_ALLGATHER);
+    xcmpi_call_t call;
+    pmpi_comm_t *c = comm_state(comm);
+    if (c != NULL && take(c, &call, 1,
+                          xcmpi_plan_allgather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                               query_type)))
+        return serve_nonblocking(c, &call, request);
     return PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request);
 }
 
 int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dtype,
                               MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    pass_back_nonblocking(comm, XCMPI_REDUCE_SCATTER_BLOCK);
+    xcmpi_call_t call;
+    pmpi_comm_t *c = comm_state(comm);
+    if (c != NULL &&
+        take(c, &call, 1, xcmpi_plan_reduce_scatter_block(&call, sbuf, rbuf, rcount, dtype, op)))
+        return serve_nonblocking(c, &call, request);
     return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
 }
 
 int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype,
                         MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    pass_back_nonblocking(comm, XCMPI_REDUCE_SCATTER);
+    xcmpi_call_t call;
+    pmpi_comm_t *c = comm_state(comm);
+    if (c != NULL && take(c, &call, 1,
+                          xcmpi_plan_reduce_scatter(&call, sbuf, rbuf, rcounts, dtype, op,
+                                                    comm_size(comm))))
+        return serve_nonblocking(c, &call, request);
     return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request);
 }
 
 int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                   MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *request)
 {
-    pass_back_nonblocking(comm, XCMPI_ALLTOALL);
+    xcmpi_call_t call;
+    pmpi_comm_t *c = comm_state(comm);
+    if (c != NULL && take(c, &call, 1,
+                          xcmpi_plan_alltoall(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                              query_type)))
+        return serve_nonblocking(c, &call, request);
     return PMPI_Ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request);
 }
 
 int MPI_Igather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                 MPI_Datatype rdtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    pass_back_nonblocking(comm, XCMPI_GATHER);
+    xcmpi_call_t call;
+    pmpi_comm_t *c = comm_state(comm);
+    if (c != NULL && take(c, &call, 1,
+                          xcmpi_plan_gather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                            comm_rank(comm), comm_size(comm), query_type)))
+        return serve_nonblocking(c, &call, request);
     return PMPI_Igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request);
 }
 
 int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                  MPI_Datatype rdtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    pass_back_nonblocking(comm, XCMPI_SCATTER);
+    xcmpi_call_t call;
+    pmpi_comm_t *c = comm_state(comm);
+    if (c != NULL && take(c, &call, 1,
+                          xcmpi_plan_scatter(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                             root, comm_rank(comm), comm_size(comm), query_type)))
+        return serve_nonblocking(c, &call, request);
     return PMPI_Iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request);
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    pass_back_nonblocking(comm, XCMPI_BARRIER);
+    xcmpi_call_t call;
+    pmpi_comm_t *c = comm_state(comm);
+    xcmpi_plan_barrier(&call);
+    if (c != NULL && take(c, &call, 1, NULL))
+        return serve_nonblocking(c, &call, request);
     return PMPI_Ibarrier(comm, request);
+}
+
+/* --- the wait/test family: progress xcoll first ---------------------------------
+ * Tests make one pass over the pending xcoll requests, then ask MPI. Waits
+ * block in PMPI_Wait* only once no xcoll request is pending; until then they
+ * alternate that pass with the PMPI_Test* form, yielding the core between
+ * rounds (test runs oversubscribe cores). */
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    progress_pending();
+    return PMPI_Test(request, flag, status);
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    progress_pending();
+    return PMPI_Testall(count, requests, flag, statuses);
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+{
+    progress_pending();
+    return PMPI_Testany(count, requests, index, flag, status);
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    progress_pending();
+    return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+}
+
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    progress_pending();
+    return PMPI_Request_get_status(request, flag, status);
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    return wait_progressing(request, status);
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    for (;;) {
+        int flag = 0, rc;
+        progress_pending();
+        if (pm.pending == NULL)
+            return PMPI_Waitall(count, requests, statuses);
+        rc = PMPI_Testall(count, requests, &flag, statuses);
+        if (rc != MPI_SUCCESS || flag)
+            return rc;
+        sched_yield();
+    }
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    for (;;) {
+        int flag = 0, rc;
+        progress_pending();
+        if (pm.pending == NULL)
+            return PMPI_Waitany(count, requests, index, status);
+        /* also true, with index MPI_UNDEFINED, when no request is active */
+        rc = PMPI_Testany(count, requests, index, &flag, status);
+        if (rc != MPI_SUCCESS || flag)
+            return rc;
+        sched_yield();
+    }
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    for (;;) {
+        int rc;
+        progress_pending();
+        if (pm.pending == NULL)
+            return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+        /* outcount is MPI_UNDEFINED when no request is active */
+        rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+        if (rc != MPI_SUCCESS || *outcount != 0)
+            return rc;
+        sched_yield();
+    }
+}
+
+/* The blocking point-to-point calls an application is likeliest to block
+ * in while its nonblocking collectives are pending: made of their
+ * nonblocking forms then, so that the wait progresses xcoll. Other blocking
+ * MPI calls do not (see README). */
+
+int MPI_Send(const void *buf, int count, MPI_Datatype dtype, int dest, int tag, MPI_Comm comm)
+{
+    MPI_Request request;
+    if (pm.pending == NULL)
+        return PMPI_Send(buf, count, dtype, dest, tag, comm);
+    return finish_blocking(PMPI_Isend(buf, count, dtype, dest, tag, comm, &request), &request);
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype dtype, int source, int tag, MPI_Comm comm,
+             MPI_Status *status)
+{
+    MPI_Request request;
+    int rc;
+    if (pm.pending == NULL)
+        return PMPI_Recv(buf, count, dtype, source, tag, comm, status);
+    rc = PMPI_Irecv(buf, count, dtype, source, tag, comm, &request);
+    return rc != MPI_SUCCESS ? rc : wait_progressing(&request, status);
+}
+
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdtype, int dest, int stag,
+                 void *rbuf, int rcount, MPI_Datatype rdtype, int source, int rtag, MPI_Comm comm,
+                 MPI_Status *status)
+{
+    MPI_Request request[2];
+    MPI_Status statuses[2];
+    int rc;
+    if (pm.pending == NULL)
+        return PMPI_Sendrecv(sbuf, scount, sdtype, dest, stag, rbuf, rcount, rdtype, source, rtag,
+                             comm, status);
+    rc = PMPI_Irecv(rbuf, rcount, rdtype, source, rtag, comm, &request[0]);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    rc = PMPI_Isend(sbuf, scount, sdtype, dest, stag, comm, &request[1]);
+    if (rc != MPI_SUCCESS) {
+        (void)PMPI_Cancel(&request[0]);
+        (void)PMPI_Wait(&request[0], MPI_STATUS_IGNORE);
+        return rc;
+    }
+    rc = MPI_Waitall(2, request, statuses);
+    if (status != MPI_STATUS_IGNORE)
+        *status = statuses[0];
+    return rc == MPI_ERR_IN_STATUS ? statuses[0].MPI_ERROR != MPI_SUCCESS ? statuses[0].MPI_ERROR
+                                                                          : statuses[1].MPI_ERROR
+                                   : rc;
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    for (;;) {
+        int flag = 0, rc;
+        progress_pending();
+        if (pm.pending == NULL)
+            return PMPI_Probe(source, tag, comm, status);
+        rc = PMPI_Iprobe(source, tag, comm, &flag, status);
+        if (rc != MPI_SUCCESS || flag)
+            return rc;
+        sched_yield();
+    }
 }
 
 /* --- finalization ---------------------------------------------------------------- */
@@ -468,6 +835,8 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 int MPI_Finalize(void)
 {
     if (pm.ready > 0) {
+        /* a request the application freed unfinished must still finish */
+        drain_pending(NULL);
         while (pm.comms != NULL) {
             pmpi_comm_t *c = pm.comms;
             if (PMPI_Comm_delete_attr(c->comm, pm.keyval) != MPI_SUCCESS || pm.comms == c)

@@ -493,6 +493,8 @@ static void test_nonblocking(const comm_t *c)
 {
     char label[128];
     MPI_Request req[10];
+    /* real statuses: GCC 12 misreads MPICH's MPI_STATUSES_IGNORE as an empty array */
+    MPI_Status st[10];
     int n = 6, i, root = c->size - 1;
     int ar_in[6], ar_out[6], bc[6], rd_out[6], rsb_out[6], rs_out[6];
     int *ag = alloc((size_t)c->size * (size_t)n, sizeof(int));
@@ -532,7 +534,7 @@ static void test_nonblocking(const comm_t *c)
     check(MPI_Iscatter(sc_in, n, MPI_INT, sc_out, n, MPI_INT, root, c->comm, &req[8]),
           "MPI_Iscatter");
     check(MPI_Ibarrier(c->comm, &req[9]), "MPI_Ibarrier");
-    check(MPI_Waitall(10, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
+    check(MPI_Waitall(10, req, st), "MPI_Waitall");
 
     h = fnv(h, ar_out, sizeof(ar_out));
     h = fnv(h, bc, sizeof(bc));
@@ -570,6 +572,205 @@ static void test_nonblocking(const comm_t *c)
     free(rcounts);
 }
 
+/* Nonblocking collectives completed by every member of the wait/test
+ * family, mixed with point-to-point requests and with nonblocking calls
+ * MPI must serve (derived type, MAXLOC) in one array. */
+static void test_nonblocking_mixed(const comm_t *c, MPI_Datatype vec)
+{
+    char label[128];
+    MPI_Request req[6];
+    MPI_Status st[6];
+    int n = 5, i, root = c->size > 1 ? 1 : 0, done, idx, outcount, indices[6];
+    int right = (c->rank + 1) % c->size, left = (c->rank + c->size - 1) % c->size;
+    int ar[5], ar2[5], vbuf[8], sendv = c->rank * 7 + 1, recvv = -1, sendw = c->rank + 100,
+               recvw = -1;
+    int loc_in[2] = {c->rank % 3, c->rank}, loc_out[2] = {-1, -1};
+    int *ag = alloc((size_t)c->size * (size_t)n, sizeof(int));
+    int *a2a_in = alloc((size_t)c->size * (size_t)n, sizeof(int));
+    int *a2a_out = alloc((size_t)c->size * (size_t)n, sizeof(int));
+    int *ga = alloc((size_t)c->size * (size_t)n, sizeof(int));
+    int *sc_in = alloc((size_t)c->size * (size_t)n, sizeof(int));
+    int rd[5], sc[5], rsb[5], bc[5];
+    uint64_t h = FNV_START;
+
+    for (i = 0; i < n; i++)
+        ar[i] = c->rank * 3 + i;
+    /* two vectors of {int, 2-int gap, int} span 8 ints */
+    for (i = 0; i < 8; i++)
+        vbuf[i] = c->rank == 0 ? 60 + i : -1;
+    for (i = 0; i < c->size * n; i++) {
+        a2a_in[i] = c->rank * 1000 + i;
+        sc_in[i] = c->rank == root ? i + 5 : -1;
+    }
+
+    /* Waitall over served, passed-back and point-to-point requests */
+    check(MPI_Iallreduce(ar, ar2, n, MPI_INT, MPI_SUM, c->comm, &req[0]), "MPI_Iallreduce");
+    check(MPI_Irecv(&recvv, 1, MPI_INT, left, 77, c->comm, &req[1]), "MPI_Irecv");
+    check(MPI_Ibcast(vbuf, 2, vec, 0, c->comm, &req[2]), "MPI_Ibcast");
+    check(MPI_Iallreduce(loc_in, loc_out, 1, MPI_2INT, MPI_MAXLOC, c->comm, &req[3]),
+          "MPI_Iallreduce");
+    check(MPI_Isend(&sendv, 1, MPI_INT, right, 77, c->comm, &req[4]), "MPI_Isend");
+    check(MPI_Ibarrier(c->comm, &req[5]), "MPI_Ibarrier");
+    check(MPI_Waitall(6, req, st), "MPI_Waitall");
+    h = fnv(h, ar2, sizeof(ar2));
+    h = fnv(h, &recvv, sizeof(recvv));
+    h = fnv(h, vbuf, sizeof(vbuf));
+    h = fnv(h, loc_out, sizeof(loc_out));
+    snprintf(label, sizeof(label), "%s nonblocking mixed waitall", c->name);
+    report(label, h);
+
+    /* MPI_Wait on a receive whose sender first waits for this rank's share
+     * of a nonblocking collective: the wait must keep the collective moving */
+    recvv = -1;
+    check(MPI_Iallreduce(ar, ar2, n, MPI_INT, MPI_MAX, c->comm, &req[0]), "MPI_Iallreduce");
+    if (c->rank % 2 == 0) {
+        if (c->rank + 1 < c->size) {
+            check(MPI_Irecv(&recvv, 1, MPI_INT, c->rank + 1, 79, c->comm, &req[1]), "MPI_Irecv");
+            check(MPI_Wait(&req[1], MPI_STATUS_IGNORE), "MPI_Wait");
+        }
+        check(MPI_Wait(&req[0], MPI_STATUS_IGNORE), "MPI_Wait");
+    } else {
+        check(MPI_Wait(&req[0], MPI_STATUS_IGNORE), "MPI_Wait");
+        check(MPI_Send(&sendv, 1, MPI_INT, c->rank - 1, 79, c->comm), "MPI_Send");
+    }
+    h = fnv(FNV_START, ar2, sizeof(ar2));
+    h = fnv(h, &recvv, sizeof(recvv));
+    snprintf(label, sizeof(label), "%s nonblocking wait on a dependent receive", c->name);
+    report(label, h);
+
+    /* Waitany until none is left */
+    h = FNV_START;
+    check(MPI_Iallgather(ar, n, MPI_INT, ag, n, MPI_INT, c->comm, &req[0]), "MPI_Iallgather");
+    check(MPI_Irecv(&recvw, 1, MPI_INT, left, 78, c->comm, &req[1]), "MPI_Irecv");
+    check(MPI_Ialltoall(a2a_in, n, MPI_INT, a2a_out, n, MPI_INT, c->comm, &req[2]),
+          "MPI_Ialltoall");
+    check(MPI_Isend(&sendw, 1, MPI_INT, right, 78, c->comm, &req[3]), "MPI_Isend");
+    for (done = 0;; done++) {
+        check(MPI_Waitany(4, req, &idx, MPI_STATUS_IGNORE), "MPI_Waitany");
+        if (idx == MPI_UNDEFINED)
+            break;
+    }
+    h = fnv(h, &done, sizeof(done));
+    h = fnv(h, ag, (size_t)c->size * (size_t)n * sizeof(int));
+    h = fnv(h, a2a_out, (size_t)c->size * (size_t)n * sizeof(int));
+    h = fnv(h, &recvw, sizeof(recvw));
+    snprintf(label, sizeof(label), "%s nonblocking waitany", c->name);
+    report(label, h);
+
+    /* Waitsome until none is left */
+    h = FNV_START;
+    check(MPI_Ireduce(ar, rd, n, MPI_INT, MPI_MIN, root, c->comm, &req[0]), "MPI_Ireduce");
+    check(MPI_Igather(ar, n, MPI_INT, ga, n, MPI_INT, root, c->comm, &req[1]), "MPI_Igather");
+    check(MPI_Iscatter(sc_in, n, MPI_INT, sc, n, MPI_INT, root, c->comm, &req[2]), "MPI_Iscatter");
+    for (done = 0;;) {
+        check(MPI_Waitsome(3, req, &outcount, indices, st), "MPI_Waitsome");
+        if (outcount == MPI_UNDEFINED)
+            break;
+        done += outcount;
+    }
+    h = fnv(h, &done, sizeof(done));
+    if (c->rank == root) {
+        h = fnv(h, rd, sizeof(rd));
+        h = fnv(h, ga, (size_t)c->size * (size_t)n * sizeof(int));
+    }
+    h = fnv(h, sc, sizeof(sc));
+    snprintf(label, sizeof(label), "%s nonblocking waitsome", c->name);
+    report(label, h);
+
+    /* Testall, Testany, Testsome and Request_get_status loops */
+    h = FNV_START;
+    for (i = 0; i < n; i++)
+        bc[i] = c->rank == root ? 9 * i : -1;
+    check(MPI_Ireduce_scatter_block(a2a_in, rsb, n, MPI_INT, MPI_MAX, c->comm, &req[0]),
+          "MPI_Ireduce_scatter_block");
+    check(MPI_Ibcast(bc, n, MPI_INT, root, c->comm, &req[1]), "MPI_Ibcast");
+    for (done = 0; !done;)
+        check(MPI_Testall(2, req, &done, st), "MPI_Testall");
+    h = fnv(h, rsb, sizeof(rsb));
+    h = fnv(h, bc, sizeof(bc));
+    check(MPI_Iallreduce(ar, ar2, n, MPI_INT, MPI_PROD, c->comm, &req[0]), "MPI_Iallreduce");
+    check(MPI_Ibarrier(c->comm, &req[1]), "MPI_Ibarrier");
+    for (;;) {
+        check(MPI_Testany(2, req, &idx, &done, MPI_STATUS_IGNORE), "MPI_Testany");
+        if (done && idx == MPI_UNDEFINED)
+            break;
+    }
+    h = fnv(h, ar2, sizeof(ar2));
+    /* in place: this rank's block is the input */
+    for (i = 0; i < n; i++)
+        ga[c->rank * n + i] = c->rank + i;
+    check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ga, n, MPI_INT, c->comm, &req[0]),
+          "MPI_Iallgather");
+    check(MPI_Wait(&req[0], MPI_STATUS_IGNORE), "MPI_Wait");
+    h = fnv(h, ga, (size_t)c->size * (size_t)n * sizeof(int));
+    for (i = 0; i < n; i++)
+        ar2[i] = c->rank == 0 ? 11 * i : -1;
+    check(MPI_Iallreduce(MPI_IN_PLACE, ar, n, MPI_INT, MPI_BOR, c->comm, &req[0]),
+          "MPI_Iallreduce");
+    check(MPI_Ibcast(ar2, n, MPI_INT, 0, c->comm, &req[1]), "MPI_Ibcast");
+    for (;;) {
+        check(MPI_Testsome(2, req, &outcount, indices, st), "MPI_Testsome");
+        if (outcount == MPI_UNDEFINED)
+            break;
+    }
+    h = fnv(h, ar, sizeof(ar));
+    h = fnv(h, ar2, sizeof(ar2));
+    check(MPI_Ialltoall(a2a_in, n, MPI_INT, a2a_out, n, MPI_INT, c->comm, &req[0]),
+          "MPI_Ialltoall");
+    for (done = 0; !done;)
+        check(MPI_Request_get_status(req[0], &done, MPI_STATUS_IGNORE), "MPI_Request_get_status");
+    check(MPI_Wait(&req[0], MPI_STATUS_IGNORE), "MPI_Wait");
+    h = fnv(h, a2a_out, (size_t)c->size * (size_t)n * sizeof(int));
+    snprintf(label, sizeof(label), "%s nonblocking test loops", c->name);
+    report(label, h);
+
+    free(ag);
+    free(a2a_in);
+    free(a2a_out);
+    free(ga);
+    free(sc_in);
+}
+
+/* Ranks that block in another MPI call while their own nonblocking
+ * collective is pending, waiting for a peer that first waits for that
+ * collective: the first collective on a fresh communicator (which sets
+ * up its xcoll communicator) and a blocking receive. */
+static void test_nonblocking_cross(const comm_t *c)
+{
+    char label[128];
+    MPI_Comm fresh;
+    MPI_Request req;
+    int n = 4, i, in[4], out[4], fresh_out[4], loc_in[2], loc_out[2] = {-1, -1}, token = -1;
+    uint64_t h;
+
+    MPI_Comm_dup(c->comm, &fresh);
+    for (i = 0; i < n; i++)
+        in[i] = c->rank * 5 + i;
+    loc_in[0] = c->rank % 2;
+    loc_in[1] = c->rank;
+    check(MPI_Iallreduce(in, out, n, MPI_INT, MPI_SUM, c->comm, &req), "MPI_Iallreduce");
+    if (c->rank % 2 == 0) {
+        check(MPI_Allreduce(in, fresh_out, n, MPI_INT, MPI_MAX, fresh), "MPI_Allreduce");
+        check(MPI_Allreduce(loc_in, loc_out, 1, MPI_2INT, MPI_MINLOC, fresh), "MPI_Allreduce");
+        if (c->rank + 1 < c->size)
+            check(MPI_Recv(&token, 1, MPI_INT, c->rank + 1, 80, c->comm, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+        check(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait");
+    } else {
+        check(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait");
+        check(MPI_Send(&c->rank, 1, MPI_INT, c->rank - 1, 80, c->comm), "MPI_Send");
+        check(MPI_Allreduce(in, fresh_out, n, MPI_INT, MPI_MAX, fresh), "MPI_Allreduce");
+        check(MPI_Allreduce(loc_in, loc_out, 1, MPI_2INT, MPI_MINLOC, fresh), "MPI_Allreduce");
+    }
+    h = fnv(FNV_START, out, sizeof(out));
+    h = fnv(h, fresh_out, sizeof(fresh_out));
+    h = fnv(h, loc_out, sizeof(loc_out));
+    h = fnv(h, &token, sizeof(token));
+    snprintf(label, sizeof(label), "%s nonblocking pending across blocking calls", c->name);
+    report(label, h);
+    MPI_Comm_free(&fresh);
+}
+
 static void run_all(const comm_t *c, MPI_Datatype vec)
 {
     char label[128];
@@ -582,6 +783,8 @@ static void run_all(const comm_t *c, MPI_Datatype vec)
     test_gather_scatter(c, vec);
     test_passed_back(c);
     test_nonblocking(c);
+    test_nonblocking_mixed(c, vec);
+    test_nonblocking_cross(c);
     check(MPI_Barrier(c->comm), "MPI_Barrier");
     snprintf(label, sizeof(label), "%s barrier", c->name);
     report(label, 0);

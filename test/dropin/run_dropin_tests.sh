@@ -15,6 +15,16 @@
 #   XCOLL_PMPI_LIB           libxcoll_mpi.so (default: $top_builddir/lib/mpi/.libs/libxcoll_mpi.so)
 #   XCOLL_LIBDIR             directory of libxcoll.so (default: $top_builddir/lib/.libs)
 #   OMPI_PKGLIBDIR           Open MPI's own components (default: asked from ompi_info)
+#   MPICH_MPIEXEC            MPICH's launcher (configure finds mpiexec.mpich); the
+#                            MPICH part runs when it, DROPIN_TEST_MPICH and
+#                            XCOLL_MPICH_PMPI_LIB exist, and is skipped otherwise
+#   DROPIN_TEST_MPICH        the test program built against MPICH
+#                            (default: $top_builddir/test/dropin/dropin_test_mpich)
+#   XCOLL_MPICH_PMPI_LIB     the PMPI library built against MPICH
+#                            (default: $top_builddir/lib/mpi/.libs/libxcoll_mpich.so)
+#   DROPIN_MPICH_NPS         MPICH rank counts, full run (default: 1 2)
+#   DROPIN_MPICH_QUICK_NPS   MPICH rank counts, --quick run (default: 3 4; MPICH
+#                            busy-polls, so runs with more ranks than cores are slow)
 # Exit status: 0 pass, 1 fail, 77 skip (automake's convention).
 
 top_builddir=${top_builddir:-.}
@@ -265,15 +275,28 @@ if [ "$have_pmpi" = yes ]; then
         for coll in allreduce bcast reduce allgather reduce_scatter_block reduce_scatter \
                     alltoall gather scatter barrier; do
             expect "$work/pserved.err" "PMPI library, XCOLL_LOG=info" \
-                "info: served $coll on MPI_COMM_WORLD" || ok=no
+                "info: served $coll on MPI_COMM_WORLD" "info: served i$coll on MPI_COMM_WORLD" || ok=no
         done
         expect "$work/pserved.err" "PMPI library fallback" \
-            "passed back iallreduce on MPI_COMM_WORLD (size $PROOF_NP): the PMPI library serves blocking forms only" \
+            "passed back ibcast on MPI_COMM_WORLD (size $PROOF_NP): derived datatype" \
+            "passed back iallreduce on MPI_COMM_WORLD (size $PROOF_NP): datatype is not" \
             "passed back gather on MPI_COMM_WORLD (size $PROOF_NP): derived datatype" || ok=no
-        [ $ok = yes ] && echo "PASS: PMPI library served all 10 blocking forms ($(grep -c 'info: served' "$work/pserved.err") calls) and passed back the rest, with reasons"
+        [ $ok = yes ] && echo "PASS: PMPI library served all 20 forms ($(grep -c 'info: served' "$work/pserved.err") calls) and passed back the rest, with reasons"
     else
         fail "PMPI library with XCOLL_LOG=info"
         tail -5 "$work/pserved.err"
+    fi
+    # XCOLL_MPI_COLLS=blocking: the nonblocking forms go to MPI, same results.
+    if launch_logged 3 "$work/pblocking.err" -x LD_PRELOAD="$pmpi_preload" -x XCOLL_LOG=info \
+            -x XCOLL_MPI_COLLS=blocking "$TEST" --quick > "$work/pblocking.out"; then
+        if grep -q 'info: served i' "$work/pblocking.err"; then
+            fail "XCOLL_MPI_COLLS=blocking still served nonblocking forms"
+        elif expect "$work/pblocking.err" "XCOLL_MPI_COLLS=blocking" "served allreduce on" \
+                "passed back iallreduce on MPI_COMM_WORLD (size 3): not in XCOLL_MPI_COLLS"; then
+            echo "PASS: XCOLL_MPI_COLLS=blocking serves only the blocking forms"
+        fi
+    else
+        fail "PMPI library with XCOLL_MPI_COLLS=blocking"
     fi
     if [ -x "$TEST_LINKED" ]; then
         if launch_logged 3 "$work/linked.err" -x XCOLL_LOG=info -x XCOLL_MPI_NP=1 ${comp_preload:+-x LD_PRELOAD=$comp_preload} \
@@ -285,6 +308,70 @@ if [ "$have_pmpi" = yes ]; then
             [ -f "$work/plain.3" ] || echo "NOTE: no plain 3-rank output to compare the linked run with"
             fail "PMPI library linked at build time"
         fi
+    fi
+fi
+
+# --- MPICH: the PMPI library built against MPICH ----------------------------------------
+MPICH_TEST=${DROPIN_TEST_MPICH:-$top_builddir/test/dropin/dropin_test_mpich}
+MPICH_PMPI_LIB=${XCOLL_MPICH_PMPI_LIB:-$top_builddir/lib/mpi/.libs/libxcoll_mpich.so}
+MPICH_NPS=${DROPIN_MPICH_NPS:-"1 2"}
+MPICH_QUICK_NPS=${DROPIN_MPICH_QUICK_NPS:-"3 4"}
+if [ -z "${MPICH_MPIEXEC:-}" ] || [ ! -x "$MPICH_TEST" ] || [ ! -f "$MPICH_PMPI_LIB" ]; then
+    echo "SKIP: MPICH comparison skipped: MPICH not installed (no libxcoll_mpich built; see configure --with-mpich-cc)"
+else
+    mpich_preload=$(with_preload "$MPICH_PMPI_LIB")
+    # mpich_launch NP OUT ERR [mpiexec args...] -- program args...
+    mpich_launch() {
+        m_np=$1
+        m_out=$2
+        m_err=$3
+        shift 3
+        timeout "$RUN_TIMEOUT" "$MPICH_MPIEXEC" -n "$m_np" -genv LD_LIBRARY_PATH "$LD_LIBRARY_PATH" \
+            "$@" > "$m_out" 2> "$m_err"
+    }
+    for np in $MPICH_NPS $MPICH_QUICK_NPS; do
+        args=
+        case " $MPICH_QUICK_NPS " in *" $np "*) args=--quick ;; esac
+        if ! mpich_launch "$np" "$work/mplain.$np" "$work/mplain.err" "$MPICH_TEST" $args ||
+                ! grep -q '^dropin_test: done' "$work/mplain.$np"; then
+            fail "plain MPICH at $np ranks; stderr:"
+            tail -5 "$work/mplain.err"
+            continue
+        fi
+        if ! mpich_launch "$np" "$work/mpmpi.$np" "$work/mpmpi.err" -genv LD_PRELOAD "$mpich_preload" \
+                -genv XCOLL_MPI_NP 1 "$MPICH_TEST" $args; then
+            fail "PMPI library under MPICH at $np ranks; stderr:"
+            tail -5 "$work/mpmpi.err"
+        elif ! diff "$work/mplain.$np" "$work/mpmpi.$np" > "$work/mpmpi.diff"; then
+            fail "PMPI library under MPICH at $np ranks differs from plain MPICH:"
+            head -10 "$work/mpmpi.diff"
+        else
+            echo "PASS: MPICH PMPI preload, $np ranks${args:+ ($args)}: $(wc -l < "$work/mplain.$np") lines identical to plain MPICH"
+        fi
+        # The program prints only what MPI defines, so MPICH must agree with Open MPI too.
+        if [ -z "$args" ] && [ -f "$work/plain.$np" ] && ! diff -q "$work/plain.$np" "$work/mplain.$np" > /dev/null; then
+            fail "plain MPICH at $np ranks differs from plain $MPIRUN"
+        fi
+    done
+    # Each rank's stderr in its own file: merged lines could be cut into each other.
+    rm -f "$work"/mserved.err.*
+    if mpich_launch 2 "$work/mserved.out" "$work/mserved.merged" -errfile-pattern "$work/mserved.err.%r" \
+            -genv LD_PRELOAD "$mpich_preload" -genv XCOLL_LOG info "$MPICH_TEST"; then
+        cat "$work"/mserved.err.* > "$work/mserved.err" 2>/dev/null
+        ok=yes
+        for coll in allreduce bcast reduce allgather reduce_scatter_block reduce_scatter \
+                    alltoall gather scatter barrier; do
+            expect "$work/mserved.err" "PMPI library under MPICH, XCOLL_LOG=info" \
+                "info: served $coll on MPI_COMM_WORLD (size 2)" \
+                "info: served i$coll on MPI_COMM_WORLD (size 2)" || ok=no
+        done
+        expect "$work/mserved.err" "PMPI library under MPICH, fallback" \
+            "passed back ibcast on MPI_COMM_WORLD (size 2): derived datatype" \
+            "passed back allreduce on MPI_COMM_WORLD (size 2): op is not" || ok=no
+        [ $ok = yes ] && echo "PASS: PMPI library under MPICH served all 20 forms ($(grep -c 'info: served' "$work/mserved.err") calls) and passed back the rest, with reasons"
+    else
+        fail "PMPI library under MPICH with XCOLL_LOG=info"
+        tail -5 "$work/mserved.merged"
     fi
 fi
 

@@ -153,25 +153,55 @@ sweep() {
         XCOLL_TUNE=$saved_tune
     fi
 }
+# The hierarchical algorithms need more than one node: fake nodes of
+# XCOLL_TOPO_RANKS_PER_NODE consecutive ranks (3 ranks at 2 per node, or 7
+# at 3 per node, give an uneven last node).
 if [ "${XCOLL_TEST_SWEEP:-1}" = 1 ]; then
     sweep 0 allreduce,bcast,reduce,allgather,reduce_scatter,alltoall,gather,scatter,barrier \
         "allreduce:0-inf:recdbl;bcast:0-inf:binomial;reduce:0-inf:binomial;allgather:0-inf:ring;reduce_scatter:0-inf:ring;alltoall:0-inf:pairwise;gather:0-inf:binomial;scatter:0-inf:binomial;barrier:0-inf:dissemination" \
-        3 4 7
+        2 3 4 7 8
     sweep 1 allreduce,bcast,reduce,allgather,reduce_scatter,alltoall,gather,scatter,barrier \
         "allreduce:0-inf:rabenseifner;bcast:0-inf:chain;reduce:0-inf:rsg;allgather:0-inf:recdbl;reduce_scatter:0-inf:rechalving;alltoall:0-inf:bruck;gather:0-inf:linear;scatter:0-inf:linear;barrier:0-inf:tree" \
-        3 4 7
+        2 3 4 7 8
+    XCOLL_TOPO_RANKS_PER_NODE=2
+    export XCOLL_TOPO_RANKS_PER_NODE
     sweep 2 allreduce,bcast,allgather,alltoall \
         "allreduce:0-inf:ring;bcast:0-inf:scatter_allgather;allgather:0-inf:bruck;alltoall:0-inf:hier" \
-        3 4 7
+        2 3 4 7 8
     sweep 3 allreduce,bcast \
         "allreduce:0-inf:reduce_bcast;bcast:0-inf:dbtree" \
-        3 4 7
+        2 3 4 7 8
     sweep 4 allreduce,bcast \
         "allreduce:0-inf:dbtree;bcast:0-inf:hier" \
-        3 4 7
+        2 3 4 7 8
     sweep 5 allreduce \
         "allreduce:0-inf:hier" \
-        3 4 7
+        3 4 7 8
+    XCOLL_TOPO_RANKS_PER_NODE=3
+    sweep 6 allreduce,bcast,alltoall \
+        "allreduce:0-inf:hier;bcast:0-inf:hier;alltoall:0-inf:hier" \
+        4 5 7
+    # Prove the hierarchical modules served those calls rather than
+    # declining to a flat algorithm: the info log names the algorithm.
+    XCOLL_TUNE="allreduce:0-inf:hier;bcast:0-inf:hier;alltoall:0-inf:hier"
+    XCOLL_LOG=info
+    export XCOLL_TUNE XCOLL_LOG
+    label=".hierlog"
+    run test_coll 5 --quick --coll allreduce,bcast,alltoall
+    label=
+    unset XCOLL_TUNE XCOLL_LOG XCOLL_TOPO_RANKS_PER_NODE
+    err=$logdir/test_coll.hierlog.5.err
+    for c in allreduce bcast alltoall; do
+        if grep -q "$c seq [0-9]*: hier," "$err"; then
+            echo "run_mpi_tests: PASS $c ran the hier algorithm on 5 ranks in nodes of 3"
+            passed=$((passed + 1))
+        else
+            echo "run_mpi_tests: FAIL $c: no '$c seq N: hier,' line in the info log"
+            grep -m 5 "$c seq" "$err"
+            failed=$((failed + 1))
+            failed_runs="$failed_runs hierlog-$c"
+        fi
+    done
 fi
 
 for np in 2 3 4 8; do

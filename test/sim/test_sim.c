@@ -342,9 +342,22 @@ static struct xc_topo *case_topo_make(const case_t *c)
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t at_least_1(int64_t n) { return n < 1 ? 1 : n; }
 
+/* tree.c: segments of 128 KiB, at most 4 per level of the binomial tree. */
+static int64_t tree_segments(int64_t bytes, int64_t P)
+{
+    int64_t n = at_least_1(ceil_div(bytes, 128 * 1024)), levels = 0;
+    while (((int64_t)1 << levels) < P)
+        levels++;
+    if (n > 4 * levels)
+        n = 4 * levels;
+    return at_least_1(n);
+}
+
 static int64_t chain_segments(int64_t bytes, int64_t P)
 {
     int64_t n = ceil_div(bytes, 128 * 1024), fill = ceil_div(bytes, 16 * 1024);
+    if (n > 4 * (P - 1))
+        n = 4 * (P - 1); /* chain.c: at most 4 segments per link */
     if (fill > P - 1)
         fill = P - 1;
     return at_least_1(n > fill ? n : fill);
@@ -395,8 +408,9 @@ static int trees_hier_expect(const case_t *c, int64_t *msgs, int64_t *bytes)
         return 1;
     }
     if (!strcmp(a, "reduce_bcast_allreduce")) {
-        /* tree.c: one segment per 128 KiB, one for an empty message */
-        *msgs = 2 * (P - 1) * at_least_1(ceil_div(n, 128 * 1024)), *bytes = 2 * (P - 1) * n;
+        /* tree.c: one segment per 128 KiB, at most 4 per tree level, one
+         * for an empty message */
+        *msgs = 2 * (P - 1) * tree_segments(n, P), *bytes = 2 * (P - 1) * n;
         return 1;
     }
     if (!strcmp(a, "chain_bcast")) {
@@ -546,11 +560,13 @@ static int64_t expected_wire_bytes(const case_t *c)
     return -1;
 }
 
-/* Messages a pipelined block of `bytes` is cut into (ring.c, tree.c). */
-static int64_t segments(int64_t bytes)
+/* Messages ring.c cuts a block of `bytes` into: 128 KiB segments, at most
+ * 4 per block. */
+static int64_t ring_segments(int64_t bytes)
 {
     const int64_t seg = 128 * 1024;
-    return bytes <= seg ? 1 : (bytes + seg - 1) / seg;
+    int64_t n = bytes <= seg ? 1 : (bytes + seg - 1) / seg;
+    return n > 4 ? 4 : n;
 }
 
 /* Messages all ranks together send, or -1 if not checked (formulas in
@@ -566,13 +582,14 @@ static int64_t expected_messages(const case_t *c)
     fold_sizes(P, &p2, &rem, &lg);
     if (P == 1)
         return 0;
-    /* ring.c and tree.c cut a block into segments of at most 128 KiB */
+    /* ring.c and tree.c cut a block into segments of 128 KiB, at most 4
+     * per block (ring) or per tree level (tree) */
     if (!strcmp(n, "ring_allreduce"))
-        return 2 * P * (P - 1) * segments(((count + P - 1) / P) * ds);
+        return 2 * P * (P - 1) * ring_segments(((count + P - 1) / P) * ds);
     if (!strcmp(n, "ring_allgather") || !strcmp(n, "ring_reduce_scatter"))
-        return P * (P - 1) * segments(count * ds);
+        return P * (P - 1) * ring_segments(count * ds);
     if (!strcmp(n, "binomial_bcast") || !strcmp(n, "binomial_reduce"))
-        return (P - 1) * segments(count * ds);
+        return (P - 1) * tree_segments(count * ds, P);
     if (!strcmp(n, "linear_gather") || !strcmp(n, "linear_scatter") ||
         !strcmp(n, "pairwise_alltoall"))
         return !strcmp(n, "pairwise_alltoall") ? P * (P - 1) : P - 1;
