@@ -47,7 +47,8 @@ typedef enum {
     XCOLL_ERR_OVERFLOW       =  -6, /* count * element size (* ranks) does not fit in size_t */
     XCOLL_ERR_NO_MEMORY      =  -7,
     XCOLL_ERR_TRANSPORT      =  -8, /* UCX reported an error */
-    XCOLL_ERR_TIMEOUT        =  -9, /* the collective did not complete within the timeout */
+    XCOLL_ERR_TIMEOUT        =  -9, /* the collective did not complete within the timeout;
+                                       keep its buffers until the comm is destroyed */
     XCOLL_ERR_COMM_FAILED    = -10, /* an earlier collective failed; destroy the communicator */
     XCOLL_ERR_TRUNCATED      = -11, /* a peer sent a different number of bytes than expected */
     XCOLL_ERR_BOOTSTRAP      = -12, /* the bootstrap allgather failed */
