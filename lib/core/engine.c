@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "dtype.h"
 #include "log.h"
+#include "pool.h"
 #include "tag.h"
 
 static const char *step_kind_name(uint8_t kind)
@@ -30,61 +31,6 @@ typedef struct {
     uint32_t ready_head, ready_tail, nrunning;
 } xc_exec_work_t;
 
-
-/* Small blocks (exec state, scratch) are recycled instead of freed: a
- * small collective otherwise spends ~0.1-0.2 us of its ~0.6 us in malloc
- * and free. A few blocks, each at most XC_SPARE_MAX_BYTES, are kept per
- * process (xcoll is single-threaded: see request.c's active list); a block
- * remembers its capacity in a header in front of it. */
-#define XC_SPARE_BLOCKS 8
-#if defined(__SANITIZE_ADDRESS__)
-#define XC_SPARE_MAX_BYTES ((size_t)0) /* let ASan see every use after free */
-#else
-#define XC_SPARE_MAX_BYTES ((size_t)64 * 1024)
-#endif
-#define XC_BLOCK_HEADER 16 /* keeps the block 16-byte aligned, as malloc's */
-
-static void *g_spare[XC_SPARE_BLOCKS];
-static unsigned g_nspare;
-
-static size_t block_cap(const void *p)
-{
-    return *(const size_t *)((const char *)p - XC_BLOCK_HEADER);
-}
-
-/* A block of at least `bytes`, zeroed if `zero`. */
-static void *block_get(size_t bytes, int zero)
-{
-    char *p;
-    unsigned i;
-    if (bytes <= XC_SPARE_MAX_BYTES) {
-        for (i = g_nspare; i-- > 0;) {
-            if (block_cap(g_spare[i]) < bytes)
-                continue;
-            p = g_spare[i];
-            g_spare[i] = g_spare[--g_nspare];
-            if (zero)
-                memset(p, 0, bytes);
-            return p;
-        }
-    }
-    p = zero ? calloc(1, bytes + XC_BLOCK_HEADER) : malloc(bytes + XC_BLOCK_HEADER);
-    if (p == NULL)
-        return NULL;
-    *(size_t *)p = bytes;
-    return p + XC_BLOCK_HEADER;
-}
-
-static void block_put(void *p)
-{
-    if (p == NULL)
-        return;
-    if (block_cap(p) <= XC_SPARE_MAX_BYTES && g_nspare < XC_SPARE_BLOCKS) {
-        g_spare[g_nspare++] = p;
-        return;
-    }
-    free((char *)p - XC_BLOCK_HEADER);
-}
 
 static xc_exec_work_t *work_of(const xc_exec_t *x)
 {
@@ -125,7 +71,7 @@ xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf
     x->comm_id = comm_id;
     x->seq = seq;
     if (sched->tmp_bytes > 0) {
-        x->tmp_owned = block_get(sched->tmp_bytes, 0);
+        x->tmp_owned = xc_block_get(sched->tmp_bytes, 0);
         if (x->tmp_owned == NULL) {
             xc_error("out of memory: %zu bytes of scratch for %s", sched->tmp_bytes, sched->algo);
             return XCOLL_ERR_NO_MEMORY;
@@ -133,11 +79,11 @@ xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf
         x->buf[XC_BUF_TMP] = x->tmp_owned;
     }
     /* pointers first, then the uint32 arrays, then the bytes: all aligned */
-    mem = block_get(sizeof(xc_exec_work_t) + n * (sizeof(void *) + 3 * sizeof(uint32_t) + 1) + 8,
+    mem = xc_block_get(sizeof(xc_exec_work_t) + n * (sizeof(void *) + 3 * sizeof(uint32_t) + 1) + 8,
                     1);
     if (mem == NULL) {
         xc_error("out of memory: state for a schedule of %zu steps", n);
-        block_put(x->tmp_owned);
+        xc_block_put(x->tmp_owned);
         x->tmp_owned = NULL;
         return XCOLL_ERR_NO_MEMORY;
     }
@@ -362,7 +308,7 @@ void xc_exec_fini(xc_exec_t *x)
 {
     if (x->state_mem != NULL && work_of(x)->nrunning > 0)
         xc_exec_cancel(x);
-    block_put(x->state_mem);
-    block_put(x->tmp_owned);
+    xc_block_put(x->state_mem);
+    xc_block_put(x->tmp_owned);
     memset(x, 0, sizeof(*x));
 }

@@ -7,6 +7,7 @@
 
 #include "comm.h"
 #include "log.h"
+#include "pool.h"
 
 /* Every posted, unfinished request in the process. Progress always walks
  * all of them: a rank blocked in wait on one collective must keep serving
@@ -18,37 +19,6 @@ double xc_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Finished requests kept for reuse, as the engine keeps its state blocks:
- * a small collective is short enough for calloc and free to show. */
-#if !defined(__SANITIZE_ADDRESS__) /* under ASan every request is fresh */
-#define XC_SPARE_REQUESTS 4
-static struct xcoll_request_s *g_spare_req[XC_SPARE_REQUESTS];
-static unsigned g_nspare_req;
-#endif
-
-static struct xcoll_request_s *request_alloc(void)
-{
-#if !defined(__SANITIZE_ADDRESS__)
-    if (g_nspare_req > 0) {
-        struct xcoll_request_s *r = g_spare_req[--g_nspare_req];
-        memset(r, 0, sizeof(*r));
-        return r;
-    }
-#endif
-    return calloc(1, sizeof(struct xcoll_request_s));
-}
-
-static void request_free(struct xcoll_request_s *r)
-{
-#if !defined(__SANITIZE_ADDRESS__)
-    if (g_nspare_req < XC_SPARE_REQUESTS) {
-        g_spare_req[g_nspare_req++] = r;
-        return;
-    }
-#endif
-    free(r);
 }
 
 static void unlink_active(struct xcoll_request_s *r)
@@ -111,7 +81,7 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
                                const void *sendbuf, void *recvbuf, int p2p_tag,
                                xcoll_request_t *req)
 {
-    struct xcoll_request_s *r = request_alloc();
+    struct xcoll_request_s *r = xc_block_get(sizeof(struct xcoll_request_s), 1);
     xcoll_status_t rc;
     uint32_t seq = p2p_tag < 0 ? comm->seq++ : 0;
 
@@ -125,7 +95,7 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
                       comm->tl_comm, comm->id, seq);
     if (rc != XCOLL_OK) {
         xc_sched_release(cs);
-        request_free(r);
+        xc_block_put(r);
         if (p2p_tag < 0)
             comm->failed = 1; /* the others consumed this sequence number */
         return rc;
@@ -187,7 +157,7 @@ static xcoll_status_t release(xcoll_request_t *req)
     r->comm->outstanding--;
     xc_exec_fini(&r->exec);
     xc_sched_release(r->cs);
-    request_free(r);
+    xc_block_put(r);
     *req = NULL;
     return st;
 }

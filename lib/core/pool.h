@@ -1,0 +1,14 @@
+/* Recycled small blocks for the per-call memory of the engine and the
+ * request layer (requests, exec state, small scratch). */
+#ifndef XC_POOL_H
+#define XC_POOL_H
+
+#include <stddef.h>
+
+/* A block of at least `bytes`, zeroed if `zero`; NULL when out of memory. */
+void *xc_block_get(size_t bytes, int zero);
+
+/* Returns a block from xc_block_get (NULL is ignored). */
+void xc_block_put(void *p);
+
+#endif
