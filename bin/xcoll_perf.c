@@ -24,11 +24,25 @@
  * in every type (float16 and bfloat16 included); elements that differ
  * from the exact answer, and bytes written past the end of the result,
  * count as wrong, summed over ranks. Any wrong element or failed call
- * makes the exit status 1; a bad option 2. */
+ * makes the exit status 1; a bad option 2.
+ *
+ * Device memory (-m cuda). Each rank takes device (its rank on the node)
+ * modulo (the node's devices) and cudaMallocs both buffers; inputs are
+ * written and results checked in host mirrors, copied across outside the
+ * timed loop. --stream hands every call a stream of its own and
+ * synchronises it before the clock stops, so a time includes the device
+ * work still queued when the call returned. Without a device the job
+ * says why and exits 2. */
 #define _GNU_SOURCE
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include <mpi.h>
 #include "xcoll.h"
 #include "perf_plot.h"
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #include <errno.h>
 #include <getopt.h>
@@ -102,6 +116,7 @@ typedef struct {
     int coll_on[C_COUNT];
     const char *algo, *plot_path;
     int vs_mpi, csv, json, progress, inplace, memcpy_mode, fence;
+    int mem_cuda, use_stream;
 } opts_t;
 
 static int rank, nranks;
@@ -134,7 +149,12 @@ static void usage(FILE *f)
         "                         turn (default 0)\n"
         "  -a, --average 0..3     time of a row: 0 rank 0's, 1 mean over ranks, 2 min,\n"
         "                         3 max (default 1)\n"
-        "  -m, --mem host|cuda    where buffers live (default host)\n"
+        "  -m, --mem host|cuda    where buffers live: host memory, or device memory\n"
+        "                         (cudaMalloc) on device (local rank mod devices)\n"
+        "                         (default host)\n"
+        "      --stream           with -m cuda: pass every call a created cudaStream_t and\n"
+        "                         synchronise it before the clock stops (default: NULL\n"
+        "                         stream, host order)\n"
         "      --algo NAME        force algorithm NAME (sets XCOLL_TUNE=<coll>:0-inf:NAME)\n"
         "      --vs-mpi           time MPI's collective too, alternating with xcoll\n"
         "      --fence            an untimed xcoll_barrier after each xcoll iteration, so\n"
@@ -279,7 +299,7 @@ static int add_op(const char *s, void *ctx)
 static int parse_args(int argc, char **argv, opts_t *o)
 {
     enum { O_ALGO = 256, O_VS_MPI, O_CSV, O_JSON, O_PLOT, O_PROGRESS, O_NO_INPLACE, O_MEMCPY,
-           O_AGG, O_BUDGET, O_FENCE };
+           O_AGG, O_BUDGET, O_FENCE, O_STREAM };
     static const struct option longopts[] = {
         {"coll", required_argument, NULL, 'C'},
         {"minbytes", required_argument, NULL, 'b'},
@@ -305,10 +325,11 @@ static int parse_args(int argc, char **argv, opts_t *o)
         {"agg", required_argument, NULL, O_AGG},
         {"budget", required_argument, NULL, O_BUDGET},
         {"fence", no_argument, NULL, O_FENCE},
+        {"stream", no_argument, NULL, O_STREAM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int c, have_factor = 0, have_step = 0, cuda = 0;
+    int c, have_factor = 0, have_step = 0;
     const char *bad = NULL;
 
     memset(o, 0, sizeof(*o));
@@ -346,8 +367,9 @@ static int parse_args(int argc, char **argv, opts_t *o)
         case 'r': if (parse_int(optarg, -1, INT_MAX, &o->root)) bad = "-r"; break;
         case 'a': if (parse_int(optarg, 0, 3, &o->average)) bad = "-a"; break;
         case 'm':
-            if (strcmp(optarg, "cuda") == 0) cuda = 1;
-            else if (strcmp(optarg, "host") != 0) bad = "-m";
+            if (strcmp(optarg, "cuda") == 0) o->mem_cuda = 1;
+            else if (strcmp(optarg, "host") == 0) o->mem_cuda = 0;
+            else bad = "-m";
             break;
         case O_ALGO: o->algo = optarg; break;
         case O_VS_MPI: o->vs_mpi = 1; break;
@@ -360,6 +382,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
         case O_AGG: if (parse_int(optarg, 1, 1 << 20, &o->agg)) bad = "--agg"; break;
         case O_BUDGET: if (parse_size(optarg, &o->budget)) bad = "--budget"; break;
         case O_FENCE: o->fence = 1; break;
+        case O_STREAM: o->use_stream = 1; break;
         case 'h': return 1;
         default: bad = "(unknown option)"; break;
         }
@@ -374,6 +397,10 @@ static int parse_args(int argc, char **argv, opts_t *o)
         bad = "--csv with --json";
     if (bad == NULL && o->root >= nranks)
         bad = "-r (no such rank)";
+    if (bad == NULL && o->use_stream && !o->mem_cuda)
+        bad = "--stream without -m cuda";
+    if (bad == NULL && o->memcpy_mode && o->mem_cuda)
+        bad = "--memcpy with -m cuda (it measures host memcpy)";
     if (bad != NULL) {
         if (rank == 0) {
             fprintf(stderr, "xcoll-perf: bad option %s\n", bad);
@@ -392,12 +419,23 @@ static int parse_args(int argc, char **argv, opts_t *o)
         any |= o->coll_on[k];
     if (!any)
         o->coll_on[C_ALLREDUCE] = 1;
-    if (cuda) {
-        /* xcoll has no device-memory path yet (the GPU issue); saying so
-         * beats timing host memory under a cuda label. */
+#ifndef HAVE_CUDA
+    if (o->mem_cuda) {
+        /* saying so beats timing host memory under a cuda label */
         if (rank == 0)
-            fprintf(stderr, "xcoll-perf: -m cuda: not supported by this build (xcoll has no "
-                            "CUDA support yet); use -m host\n");
+            fprintf(stderr, "xcoll-perf: -m cuda: this build lacks CUDA (configure "
+                            "--with-cuda); use -m host\n");
+        return 3;
+    }
+#endif
+    if (o->mem_cuda && o->vs_mpi) {
+        /* MPI would be handed device pointers, which only a CUDA-aware MPI
+         * reads; timing it on host copies instead would compare different
+         * things under one label. */
+        if (rank == 0)
+            fprintf(stderr, "xcoll-perf: --vs-mpi with -m cuda: not supported (MPI would need "
+                            "to be CUDA-aware, and Debian's Open MPI is not); drop --vs-mpi, "
+                            "or use -m host\n");
         return 3;
     }
     return 0;
@@ -450,7 +488,11 @@ typedef struct {
 } call_t;
 
 static xcoll_comm_t comm;
-static char *sbuf, *rbuf;
+/* sbuf, rbuf: what the calls get (device memory with -m cuda); shost,
+ * rhost: where inputs are written and results checked (the same buffers
+ * with -m host, host mirrors with -m cuda). */
+static char *sbuf, *rbuf, *shost, *rhost;
+static void *xstream; /* every call's stream: NULL, or --stream's */
 
 #define SENDRECV_TAG 7
 
@@ -459,29 +501,29 @@ static xcoll_status_t call_xcoll(const call_t *c)
     const void *snd = c->inplace ? XCOLL_IN_PLACE : sbuf;
     int is_root = rank == c->root;
     switch (c->coll) {
-    case C_ALLREDUCE: return xcoll_allreduce(snd, rbuf, c->count, c->dtype, c->op, comm, NULL);
-    case C_ALLGATHER: return xcoll_allgather(snd, rbuf, c->count, c->dtype, comm, NULL);
+    case C_ALLREDUCE: return xcoll_allreduce(snd, rbuf, c->count, c->dtype, c->op, comm, xstream);
+    case C_ALLGATHER: return xcoll_allgather(snd, rbuf, c->count, c->dtype, comm, xstream);
     case C_REDUCE_SCATTER:
-        return xcoll_reduce_scatter(snd, rbuf, c->count, c->dtype, c->op, comm, NULL);
-    case C_BCAST: return xcoll_bcast(rbuf, c->count, c->dtype, c->root, comm, NULL);
+        return xcoll_reduce_scatter(snd, rbuf, c->count, c->dtype, c->op, comm, xstream);
+    case C_BCAST: return xcoll_bcast(rbuf, c->count, c->dtype, c->root, comm, xstream);
     case C_REDUCE:
         /* In place, NCCL style: every rank's input is in rbuf. */
         return xcoll_reduce(c->inplace ? (is_root ? XCOLL_IN_PLACE : rbuf) : sbuf, rbuf,
-                            c->count, c->dtype, c->op, c->root, comm, NULL);
-    case C_ALLTOALL: return xcoll_alltoall(snd, rbuf, c->count, c->dtype, comm, NULL);
+                            c->count, c->dtype, c->op, c->root, comm, xstream);
+    case C_ALLTOALL: return xcoll_alltoall(snd, rbuf, c->count, c->dtype, comm, xstream);
     case C_GATHER:
         return xcoll_gather(c->inplace && is_root ? XCOLL_IN_PLACE : sbuf, rbuf, c->count,
-                            c->dtype, c->root, comm, NULL);
+                            c->dtype, c->root, comm, xstream);
     case C_SCATTER:
         return xcoll_scatter(sbuf, c->inplace && is_root ? (void *)XCOLL_IN_PLACE : rbuf,
-                             c->count, c->dtype, c->root, comm, NULL);
+                             c->count, c->dtype, c->root, comm, xstream);
     case C_SENDRECV: {
         xcoll_request_t rq = NULL, sq = NULL;
         xcoll_status_t st = xcoll_irecv(rbuf, c->count, c->dtype, (rank + nranks - 1) % nranks,
-                                        SENDRECV_TAG, comm, NULL, &rq);
+                                        SENDRECV_TAG, comm, xstream, &rq);
         if (st == XCOLL_OK)
             st = xcoll_isend(sbuf, c->count, c->dtype, (rank + 1) % nranks, SENDRECV_TAG, comm,
-                             NULL, &sq);
+                             xstream, &sq);
         xcoll_status_t st2 = rq ? xcoll_wait(&rq) : XCOLL_OK;
         xcoll_status_t st3 = sq ? xcoll_wait(&sq) : XCOLL_OK;
         return st != XCOLL_OK ? st : st2 != XCOLL_OK ? st2 : st3;
@@ -665,9 +707,9 @@ static void prepare(const call_t *c)
     size_t n = c->count, rb = result_bytes(c), j, k;
     xcoll_dtype_t d = c->dtype;
     int is_root = rank == c->root;
-    memset(rbuf, POISON, rb);
-    memset(rbuf + rb, GUARD, GUARD_BYTES);
-    char *in = c->inplace ? rbuf : sbuf;
+    memset(rhost, POISON, rb);
+    memset(rhost + rb, GUARD, GUARD_BYTES);
+    char *in = c->inplace ? rhost : shost;
     switch (c->coll) {
     case C_ALLREDUCE:
     case C_REDUCE:
@@ -680,18 +722,18 @@ static void prepare(const call_t *c)
         break;
     case C_ALLGATHER:
         for (k = 0; k < n; k++)
-            store(d, c->inplace ? rbuf + (size_t)rank * n * c->es : sbuf, k,
+            store(d, c->inplace ? rhost + (size_t)rank * n * c->es : shost, k,
                   data_value(rank, k, 0));
         break;
     case C_GATHER:
         for (k = 0; k < n; k++)
-            store(d, c->inplace && is_root ? rbuf + (size_t)rank * n * c->es : sbuf, k,
+            store(d, c->inplace && is_root ? rhost + (size_t)rank * n * c->es : shost, k,
                   data_value(rank, k, 0));
         break;
     case C_BCAST:
         if (is_root)
             for (k = 0; k < n; k++)
-                store(d, rbuf, k, data_value(c->root, k, 1));
+                store(d, rhost, k, data_value(c->root, k, 1));
         break;
     case C_ALLTOALL:
         for (j = 0; j < (size_t)nranks; j++)
@@ -702,11 +744,11 @@ static void prepare(const call_t *c)
         if (is_root)
             for (j = 0; j < (size_t)nranks; j++)
                 for (k = 0; k < n; k++)
-                    store(d, sbuf, j * n + k, data_value((int)j, k, c->root));
+                    store(d, shost, j * n + k, data_value((int)j, k, c->root));
         break;
     case C_SENDRECV:
         for (k = 0; k < n; k++)
-            store(d, sbuf, k, data_value(rank, k, 2));
+            store(d, shost, k, data_value(rank, k, 2));
         break;
     default: break;
     }
@@ -725,40 +767,110 @@ static long count_wrong(const call_t *c)
     case C_ALLREDUCE:
     case C_REDUCE:
         for (k = 0; k < n; k++)
-            wrong += !holds(d, rbuf, k, red_expected(c->op, k), es);
+            wrong += !holds(d, rhost, k, red_expected(c->op, k), es);
         break;
     case C_REDUCE_SCATTER:
         for (k = 0; k < n; k++)
-            wrong += !holds(d, rbuf, k, red_expected(c->op, (size_t)rank * n + k), es);
+            wrong += !holds(d, rhost, k, red_expected(c->op, (size_t)rank * n + k), es);
         break;
     case C_ALLGATHER:
     case C_GATHER:
         for (j = 0; j < (size_t)nranks; j++)
             for (k = 0; k < n; k++)
-                wrong += !holds(d, rbuf, j * n + k, data_value((int)j, k, 0), es);
+                wrong += !holds(d, rhost, j * n + k, data_value((int)j, k, 0), es);
         break;
     case C_BCAST:
         for (k = 0; k < n; k++)
-            wrong += !holds(d, rbuf, k, data_value(c->root, k, 1), es);
+            wrong += !holds(d, rhost, k, data_value(c->root, k, 1), es);
         break;
     case C_ALLTOALL:
         for (j = 0; j < (size_t)nranks; j++)
             for (k = 0; k < n; k++)
-                wrong += !holds(d, rbuf, j * n + k, a2a_value((int)j, rank, k), es);
+                wrong += !holds(d, rhost, j * n + k, a2a_value((int)j, rank, k), es);
         break;
     case C_SCATTER:
         for (k = 0; k < n; k++)
-            wrong += !holds(d, rbuf, k, data_value(rank, k, c->root), es);
+            wrong += !holds(d, rhost, k, data_value(rank, k, c->root), es);
         break;
     case C_SENDRECV:
         for (k = 0; k < n; k++)
-            wrong += !holds(d, rbuf, k, data_value((rank + nranks - 1) % nranks, k, 2), es);
+            wrong += !holds(d, rhost, k, data_value((rank + nranks - 1) % nranks, k, 2), es);
         break;
     default: break;
     }
     for (k = 0; k < GUARD_BYTES; k++)
-        wrong += (unsigned char)rbuf[rb + k] != GUARD;
+        wrong += (unsigned char)rhost[rb + k] != GUARD;
     return wrong;
+}
+
+/* --- device buffers ---------------------------------------------------------------------- */
+
+#ifdef HAVE_CUDA
+static cudaStream_t perf_stream;
+
+/* A CUDA call that fails after setup leaves this rank unable to go on,
+ * and its peers may already be inside a collective: end the job. */
+static void cuda_or_abort(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess)
+        return;
+    fflush(stdout);
+    fprintf(stderr, "xcoll-perf r%d: %s: %s; aborting the job\n", rank, what,
+            cudaGetErrorString(e));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Bytes of the call's largest buffer, the most prepare() may write into
+ * either one. */
+static size_t span_bytes(const call_t *c)
+{
+    return c->count * c->es * (colls[c->coll].blocked ? (size_t)nranks : 1);
+}
+#endif
+
+/* After prepare(): the host mirrors' inputs, poison and guard to the
+ * device buffers. Synchronous, and the device is idle afterwards, so the
+ * next call starts from data in place whatever stream it runs on. */
+static void upload(const opts_t *o, const call_t *c)
+{
+#ifdef HAVE_CUDA
+    if (!o->mem_cuda)
+        return;
+    size_t bytes = span_bytes(c) + GUARD_BYTES;
+    cuda_or_abort(cudaMemcpy(sbuf, shost, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (inputs)");
+    cuda_or_abort(cudaMemcpy(rbuf, rhost, bytes, cudaMemcpyHostToDevice), "cudaMemcpy (inputs)");
+    cuda_or_abort(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+#else
+    (void)o;
+    (void)c;
+#endif
+}
+
+/* Before count_wrong(): the result and the guard bytes after it back to
+ * the host mirror, once the call's stream has finished with them. */
+static void download(const opts_t *o, const call_t *c)
+{
+#ifdef HAVE_CUDA
+    size_t rb = result_bytes(c);
+    if (!o->mem_cuda || rb == 0)
+        return;
+    if (xstream != NULL)
+        cuda_or_abort(cudaStreamSynchronize(perf_stream), "cudaStreamSynchronize");
+    cuda_or_abort(cudaMemcpy(rhost, rbuf, rb + GUARD_BYTES, cudaMemcpyDeviceToHost),
+                  "cudaMemcpy (results)");
+#else
+    (void)o;
+    (void)c;
+#endif
+}
+
+/* A timed call with a stream is done once its stream is. */
+static void sync_stream(void)
+{
+#ifdef HAVE_CUDA
+    if (xstream != NULL)
+        cuda_or_abort(cudaStreamSynchronize(perf_stream), "cudaStreamSynchronize");
+#endif
 }
 
 /* --- results ------------------------------------------------------------------------- */
@@ -842,12 +954,14 @@ static const char *time_mode_name(int a)
 }
 
 static char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
+/* Where the buffers live, for the header: "host memory", or the device. */
+static char mem_desc[192] = "host memory";
 
 static void print_table_header(const opts_t *o, coll_t c)
 {
-    printf("#\n# %s: %d ranks, xcoll %s%s%s, %d iterations (%d calls each) after %d warm-up; "
-           "time = %s\n",
-           colls[c].name, nranks, xcoll_version(), o->vs_mpi ? " vs " : "",
+    printf("#\n# %s: %d ranks, %s, xcoll %s%s%s, %d iterations (%d calls each) after %d "
+           "warm-up; time = %s\n",
+           colls[c].name, nranks, mem_desc, xcoll_version(), o->vs_mpi ? " vs " : "",
            o->vs_mpi ? mpi_version : "", o->iters, o->agg, o->warmup,
            time_mode_name(o->average));
     if (o->budget > 0)
@@ -980,6 +1094,8 @@ static void print_json(const opts_t *o, long oob, double avg_busbw, double mpi_a
     printf(", \"mpi_version\": ");
     json_string(mpi_version);
     printf(", \"fence\": %s", o->fence ? "true" : "false");
+    printf(", \"mem\": \"%s\", \"stream\": %s", o->mem_cuda ? "cuda" : "host",
+           o->use_stream ? "true" : "false");
     printf(", \"nranks\": %d, \"iters\": %d, \"warmup\": %d, \"agg\": %d, \"average\": %d,\n"
            " \"rows\": [\n",
            nranks, o->iters, o->warmup, o->agg, o->average);
@@ -1257,6 +1373,7 @@ static int measure(const opts_t *o, const call_t *c, size_t bytes, block_t *xb, 
         double t0 = MPI_Wtime();
         for (int a = 0; a < o->agg && st == XCOLL_OK; a++)
             st = call_xcoll(c);
+        sync_stream();
         double t = MPI_Wtime() - t0;
         if (it >= 0)
             tx += t / o->agg;
@@ -1275,10 +1392,12 @@ static int measure(const opts_t *o, const call_t *c, size_t bytes, block_t *xb, 
     long wrong = 0, wrong_all = 0, mwrong = 0;
     if (o->check && st == XCOLL_OK) {
         prepare(c);
+        upload(o, c);
         MPI_Barrier(MPI_COMM_WORLD);
         st = call_xcoll(c);
         if (o->fence && st == XCOLL_OK)
             st = xcoll_barrier(comm);
+        download(o, c);
         wrong = count_wrong(c);
         if (mb != NULL) {
             /* MPI's result through the same check: a wrong one means the
@@ -1428,6 +1547,115 @@ stop:
     return verdict == 0 ? 0 : 1;
 }
 
+/* --- buffers and devices -------------------------------------------------------------------- */
+
+#ifdef HAVE_CUDA
+/* This rank's index among the ranks on its node. Every rank takes part in
+ * the split, so a launcher that numbers some ranks and not others cannot
+ * leave one waiting; the launcher's own number wins where it gives one,
+ * since its CPU binding follows that number. */
+static int local_rank(void)
+{
+    int lr = 0;
+    MPI_Comm node;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_rank(node, &lr);
+        MPI_Comm_free(&node);
+    }
+    const char *env = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (env != NULL)
+        (void)parse_int(env, 0, INT_MAX, &lr);
+    return lr;
+}
+
+/* Opens this rank's device (and --stream's stream). Collective: returns 0
+ * on every rank, or 2 on every rank when some rank has no usable device;
+ * the first such rank says why. */
+static int setup_cuda(const opts_t *o)
+{
+    int count = 0, dev = 0, lr = local_rank();
+    const char *what = NULL; /* the failed step, when it is not finding the device */
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaSuccess && count == 0)
+        e = cudaErrorNoDevice;
+    if (e == cudaSuccess) {
+        dev = lr % count;
+        e = cudaSetDevice(dev);
+    }
+    /* Creating the context now keeps its cost out of the first timing and
+     * makes a device that is present but unusable fail here. */
+    if (e == cudaSuccess)
+        e = cudaFree(NULL);
+    if (e == cudaSuccess && o->use_stream) {
+        what = "cudaStreamCreate";
+        e = cudaStreamCreate(&perf_stream);
+    }
+    int mine = e == cudaSuccess ? nranks : rank, first = nranks;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first < nranks) {
+        if (rank == first && what != NULL)
+            fprintf(stderr, "xcoll-perf: -m cuda: %s on rank %d: %s\n", what, rank,
+                    cudaGetErrorString(e));
+        else if (rank == first && rank == 0)
+            fprintf(stderr, "xcoll-perf: -m cuda: no CUDA device (%s)\n", cudaGetErrorString(e));
+        else if (rank == first)
+            fprintf(stderr, "xcoll-perf: -m cuda: no CUDA device on rank %d (%s)\n", rank,
+                    cudaGetErrorString(e));
+        if (e == cudaSuccess && o->use_stream)
+            cudaStreamDestroy(perf_stream);
+        return 2;
+    }
+    xstream = o->use_stream ? (void *)perf_stream : NULL;
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+        snprintf(prop.name, sizeof(prop.name), "unknown");
+    snprintf(mem_desc, sizeof(mem_desc), "cuda device memory (rank 0: device %d of %d, %.64s), %s",
+             dev, count, prop.name, o->use_stream ? "created stream" : "NULL stream");
+    return 0;
+}
+#endif
+
+/* Both buffers with guard bytes past the largest result, every page
+ * touched so first-touch faults are not timed; -1 when out of memory. */
+static int alloc_buffers(const opts_t *o)
+{
+    size_t bytes = o->max_bytes + GUARD_BYTES;
+    if (posix_memalign((void **)&shost, 4096, bytes) != 0 ||
+        posix_memalign((void **)&rhost, 4096, bytes) != 0)
+        return -1;
+    memset(shost, 0, bytes);
+    memset(rhost, 0, bytes);
+    sbuf = shost;
+    rbuf = rhost;
+#ifdef HAVE_CUDA
+    if (o->mem_cuda) {
+        void *s = NULL, *r = NULL;
+        if (cudaMalloc(&s, bytes) != cudaSuccess || cudaMalloc(&r, bytes) != cudaSuccess ||
+            cudaMemset(s, 0, bytes) != cudaSuccess || cudaMemset(r, 0, bytes) != cudaSuccess ||
+            cudaDeviceSynchronize() != cudaSuccess)
+            return -1;
+        sbuf = s;
+        rbuf = r;
+    }
+#endif
+    return 0;
+}
+
+static void free_buffers(void)
+{
+#ifdef HAVE_CUDA
+    if (sbuf != shost)
+        cudaFree(sbuf);
+    if (rbuf != rhost)
+        cudaFree(rbuf);
+    if (xstream != NULL)
+        cudaStreamDestroy(perf_stream);
+#endif
+    free(shost);
+    free(rhost);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -1449,20 +1677,23 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return pr == 1 ? 0 : 2;
     }
+#ifdef HAVE_CUDA
+    if (o.mem_cuda) {
+        int cr = setup_cuda(&o);
+        if (cr != 0) {
+            MPI_Finalize();
+            return cr;
+        }
+    }
+#endif
 
     size_t cap = 4096, *sizes = malloc(cap * sizeof(*sizes));
     size_t nsizes = sizes ? sweep_sizes(&o, sizes, cap) : 0;
-    /* Guard bytes past the largest result; 64-byte alignment like any
-     * allocator would give a real application. */
-    if (posix_memalign((void **)&sbuf, 4096, o.max_bytes + GUARD_BYTES) != 0 ||
-        posix_memalign((void **)&rbuf, 4096, o.max_bytes + GUARD_BYTES) != 0 || sizes == NULL) {
-        fprintf(stderr, "xcoll-perf r%d: out of memory for %zu-byte buffers\n", rank,
-                o.max_bytes);
+    if (sizes == NULL || alloc_buffers(&o) != 0) {
+        fprintf(stderr, "xcoll-perf r%d: out of %s memory for %zu-byte buffers\n", rank,
+                o.mem_cuda ? "device" : "host", o.max_bytes);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    /* Touch every page now so first-touch faults are not timed. */
-    memset(sbuf, 0, o.max_bytes + GUARD_BYTES);
-    memset(rbuf, 0, o.max_bytes + GUARD_BYTES);
 
     int rc;
     if (o.memcpy_mode) {
@@ -1491,8 +1722,7 @@ int main(int argc, char **argv)
         xcoll_comm_destroy(comm);
     }
     free(sizes);
-    free(sbuf);
-    free(rbuf);
+    free_buffers();
     free(rows);
     MPI_Finalize();
     return rc;

@@ -93,11 +93,24 @@ typedef enum {
 typedef struct xcoll_comm_s    *xcoll_comm_t;
 typedef struct xcoll_request_s *xcoll_request_t;
 
+/* Where a communicator's buffers live. AUTO asks CUDA about every buffer
+ * (cudaPointerGetAttributes, well under a microsecond); HOST and CUDA skip
+ * the question, for callers that know. */
+typedef enum {
+    XCOLL_MEMORY_AUTO = 0, /* host, CUDA device or managed: found per buffer */
+    XCOLL_MEMORY_HOST,     /* every buffer is host memory */
+    XCOLL_MEMORY_CUDA      /* every buffer is CUDA device (or managed) memory */
+} xcoll_memory_t;
+
 /* Options for a communicator. Always start from xcoll_config_init(). */
 typedef struct {
     /* Seconds a collective may wait before it fails with XCOLL_ERR_TIMEOUT;
      * 0 waits forever. Default: the XCOLL_TIMEOUT environment variable, else 0. */
     double timeout_s;
+    /* Default: the XCOLL_MEMORY environment variable (auto, host or cuda),
+     * else XCOLL_MEMORY_AUTO. XCOLL_MEMORY_CUDA without a usable CUDA
+     * device makes xcoll_comm_create fail with XCOLL_ERR_UNSUPPORTED. */
+    xcoll_memory_t memory;
 } xcoll_config_t;
 
 /* A launcher-neutral way to build a communicator: this process's rank, the
@@ -182,9 +195,24 @@ xcoll_status_t xcoll_comm_size(xcoll_comm_t comm, int *size);
  * number of nonblocking collectives may be outstanding on any number of
  * communicators; the buffers of an outstanding one must not be touched.
  *
- * stream: a cudaStream_t to order the collective on, or NULL for host
- * order. Without GPU support in this build a non-NULL stream is
- * XCOLL_ERR_UNSUPPORTED. */
+ * Buffers may be host memory, CUDA device memory or CUDA managed memory
+ * (mixed too); device data is reduced on the GPU. With a UCX that cannot
+ * send device memory it is staged through pinned host memory in chunks.
+ * One CUDA device per process.
+ *
+ * stream: a cudaStream_t, or NULL for host order.
+ *  - NULL: the call reads its buffers after the work queued on the legacy
+ *    default stream (and on every blocking stream) before the call, like a
+ *    CUDA-aware MPI; when it completes its results are in place.
+ *  - a stream: the collective first waits for the work queued on `stream`
+ *    before the call, and work queued on `stream` after the call waits
+ *    until the collective has completed, so results can be consumed on
+ *    the stream without synchronising the host. The call itself is still
+ *    a host call: a blocking one returns when this rank's part is done, a
+ *    nonblocking one must still be finished with xcoll_wait or xcoll_test
+ *    (the library has no thread of its own; the stream waits until then).
+ *  - a non-NULL stream in a build without CUDA, or with no CUDA device, is
+ *    XCOLL_ERR_UNSUPPORTED. */
 
 /* recvbuf[i] = op over ranks of sendbuf[i], i < count, on every rank.
  * In place: sendbuf XCOLL_IN_PLACE or == recvbuf; the input is in recvbuf. */

@@ -5,14 +5,28 @@
 # complete. With CUDA, libxcoll links libcudart (with an rpath to the
 # toolkit, which is often outside the loader's default paths).
 #
+# --with-cuda-arch="80 90 100" lists the GPU architectures (compute
+# capability times ten) the kernels are built for: machine code (SASS) for
+# each, plus the PTX of the highest, which the driver compiles for GPUs newer
+# than all of them. Each must be one that $NVCC --list-gpu-arch names.
+#
 # Defines HAVE_CUDA; AM_CONDITIONAL HAVE_CUDA; substitutes NVCC CUDA_CPPFLAGS
-# CUDA_LDFLAGS CUDA_LIBS XCOLL_CUDA_VERSION; sets xcoll_have_cuda=yes|no.
+# CUDA_LDFLAGS CUDA_LIBS XCOLL_CUDA_VERSION NVCC_ARCH_FLAGS XCOLL_CUDA_ARCHS
+# NVCC_WARN_FLAGS CUOBJDUMP (empty when the toolkit has none); sets
+# xcoll_have_cuda=yes|no. Reads enable_werror (set before this runs).
 AC_DEFUN([XCOLL_CHECK_CUDA], [
 AC_ARG_WITH([cuda],
     [AS_HELP_STRING([--with-cuda=DIR], [CUDA toolkit prefix (default: /usr/local/cuda if present);
                     --without-cuda builds without GPU support])],
     [], [with_cuda=auto])
 AC_ARG_VAR([NVCC], [CUDA compiler (default: DIR/bin/nvcc of the CUDA toolkit)])
+AC_ARG_WITH([cuda-arch],
+    [AS_HELP_STRING([--with-cuda-arch="80 90 100"],
+                    [GPU architectures (compute capability x 10) to build CUDA machine code for;
+                     the highest is also embedded as PTX for newer GPUs (default: "80 90 100")])],
+    [], [with_cuda_arch="80 90 100"])
+AC_ARG_VAR([NVCCFLAGS], [extra nvcc flags for the CUDA kernels])
+AC_ARG_VAR([CUOBJDUMP], [CUDA binary lister, for make check (default: cuobjdump beside nvcc)])
 
 xcoll_have_cuda=no
 xcoll_cuda_why=
@@ -21,6 +35,9 @@ CUDA_CPPFLAGS=
 CUDA_LDFLAGS=
 CUDA_LIBS=
 XCOLL_CUDA_VERSION=
+NVCC_ARCH_FLAGS=
+NVCC_WARN_FLAGS=
+XCOLL_CUDA_ARCHS=
 AS_CASE([$with_cuda],
     [no], [xcoll_cuda_dir=; xcoll_cuda_why="--without-cuda"],
     [yes|auto], [xcoll_cuda_dir=/usr/local/cuda],
@@ -44,7 +61,9 @@ AS_IF([test -n "$xcoll_cuda_dir"], [
 AS_IF([test $xcoll_have_cuda = yes], [
     CUDA_CPPFLAGS="-I$xcoll_cuda_dir/include"
     CUDA_LDFLAGS="-L$xcoll_cuda_libdir -Wl,-rpath,$xcoll_cuda_libdir"
-    CUDA_LIBS="-lcudart"
+    # nvcc's generated launch stubs are C++ with guarded static locals
+    # (__cxa_guard_*), and the library is linked by the C compiler.
+    CUDA_LIBS="-lcudart -lstdc++"
     xcoll_save_CPPFLAGS=$CPPFLAGS
     xcoll_save_LDFLAGS=$LDFLAGS
     xcoll_save_LIBS=$LIBS
@@ -64,12 +83,50 @@ AS_IF([test $xcoll_have_cuda = yes], [
     LDFLAGS=$xcoll_save_LDFLAGS
     LIBS=$xcoll_save_LIBS])
 
+AS_IF([test $xcoll_have_cuda = yes], [
+    AC_MSG_CHECKING([the CUDA architectures to build for])
+    # One line, blank-separated, with blanks at both ends for matching.
+    xcoll_nvcc_archs=" "`$NVCC --list-gpu-arch 2>/dev/null | tr '\n' ' '`
+    AS_IF([test "x$xcoll_nvcc_archs" = "x "],
+        [AC_MSG_RESULT([?])
+         AC_MSG_ERROR([cannot list the architectures $NVCC supports ($NVCC --list-gpu-arch failed)])])
+    xcoll_arch_max=
+    for xcoll_arch in $with_cuda_arch; do
+        AS_CASE([$xcoll_arch],
+            [*[[!0-9]]*], [AC_MSG_RESULT([?])
+                           AC_MSG_ERROR([--with-cuda-arch: '$xcoll_arch' is not a compute capability times ten (such as 80 or 90)])])
+        AS_CASE([$xcoll_nvcc_archs],
+            [*" compute_$xcoll_arch "*], [],
+            [AC_MSG_RESULT([?])
+             AC_MSG_ERROR([--with-cuda-arch: $NVCC cannot build for sm_$xcoll_arch; it supports:$xcoll_nvcc_archs(choose with --with-cuda-arch="...", or build without CUDA: --without-cuda)])])
+        NVCC_ARCH_FLAGS="$NVCC_ARCH_FLAGS -gencode arch=compute_$xcoll_arch,code=sm_$xcoll_arch"
+        XCOLL_CUDA_ARCHS="$XCOLL_CUDA_ARCHS${XCOLL_CUDA_ARCHS:+ }$xcoll_arch"
+        AS_IF([test -z "$xcoll_arch_max" || test $xcoll_arch -gt $xcoll_arch_max],
+              [xcoll_arch_max=$xcoll_arch])
+    done
+    AS_IF([test -z "$xcoll_arch_max"],
+        [AC_MSG_RESULT([none])
+         AC_MSG_ERROR([--with-cuda-arch="$with_cuda_arch" names no architecture])])
+    NVCC_ARCH_FLAGS="$NVCC_ARCH_FLAGS -gencode arch=compute_$xcoll_arch_max,code=compute_$xcoll_arch_max"
+    AC_MSG_RESULT([$XCOLL_CUDA_ARCHS (PTX: $xcoll_arch_max)])
+
+    NVCC_WARN_FLAGS="--compiler-options=-Wall,-Wextra"
+    AS_IF([test "x$enable_werror" = xyes],
+          [NVCC_WARN_FLAGS="$NVCC_WARN_FLAGS,-Werror --Werror=all-warnings"])
+
+    AS_IF([test -z "$CUOBJDUMP"], [
+        for xcoll_d in `dirname "$NVCC"` "$xcoll_cuda_dir/bin"; do
+            AS_IF([test -z "$CUOBJDUMP" && test -x "$xcoll_d/cuobjdump"], [CUOBJDUMP=$xcoll_d/cuobjdump])
+        done])
+    AC_MSG_CHECKING([for cuobjdump])
+    AC_MSG_RESULT([${CUOBJDUMP:-no (make check reads the fat binary itself)}])])
+
 # An explicit request that cannot be met is an error, not a silent CPU build.
 AS_IF([test $xcoll_have_cuda = no && test "x$with_cuda" != xno && test "x$with_cuda" != xauto],
     [AC_MSG_ERROR([CUDA requested (--with-cuda=$with_cuda) but not usable: $xcoll_cuda_why])])
 AS_IF([test $xcoll_have_cuda = yes],
     [AC_DEFINE([HAVE_CUDA], [1], [Define to 1 to build the CUDA support])],
-    [NVCC=; CUDA_CPPFLAGS=; CUDA_LDFLAGS=; CUDA_LIBS=
+    [NVCC=; CUDA_CPPFLAGS=; CUDA_LDFLAGS=; CUDA_LIBS=; CUOBJDUMP=
      test -n "$xcoll_cuda_why" || xcoll_cuda_why="not found in /usr/local/cuda"])
 AM_CONDITIONAL([HAVE_CUDA], [test $xcoll_have_cuda = yes])
 AC_SUBST([NVCC])
@@ -77,4 +134,8 @@ AC_SUBST([CUDA_CPPFLAGS])
 AC_SUBST([CUDA_LDFLAGS])
 AC_SUBST([CUDA_LIBS])
 AC_SUBST([XCOLL_CUDA_VERSION])
+AC_SUBST([NVCC_ARCH_FLAGS])
+AC_SUBST([NVCC_WARN_FLAGS])
+AC_SUBST([XCOLL_CUDA_ARCHS])
+AC_SUBST([CUOBJDUMP])
 ])

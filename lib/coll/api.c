@@ -28,9 +28,8 @@ static xcoll_status_t check_common(const char *what, xcoll_comm_t comm, xcoll_dt
         xc_error("%s: datatype %d is not an xcoll_dtype_t", what, (int)dtype);
         return XCOLL_ERR_INVALID_DTYPE;
     }
-    if (stream != NULL) {
-        xc_error("%s: a CUDA stream was given, but stream-ordered collectives are not "
-                 "supported by this build", what);
+    if (stream != NULL && xc_gpu() == NULL) {
+        xc_error("%s: a CUDA stream was given, but CUDA is %s", what, xc_gpu_describe());
         return XCOLL_ERR_UNSUPPORTED;
     }
     *dsize = xcoll_dtype_size(dtype);
@@ -108,7 +107,7 @@ static xcoll_status_t build_collective(void *ctx, xc_sched_t *s)
  * per communicator, buffers are bound at post time. */
 static xcoll_status_t post(xcoll_comm_t comm, xc_coll_t coll, size_t count, xcoll_dtype_t dtype,
                            xcoll_op_t op, int root, int in_place, const void *sendbuf,
-                           void *recvbuf, xcoll_request_t *req)
+                           void *recvbuf, void *stream, xcoll_request_t *req)
 {
     build_ctx_t b;
     xc_cached_sched_t *cs;
@@ -143,7 +142,7 @@ static xcoll_status_t post(xcoll_comm_t comm, xc_coll_t coll, size_t count, xcol
     xc_info("%s seq %u: %s, count %zu %s %s, root %d%s (%s)", xc_coll_name(coll), comm->seq,
             cs->sched.algo, count, xcoll_dtype_name(dtype), xcoll_op_name(op), root,
             in_place ? ", in place" : "", cs->why);
-    return xc_request_post(comm, cs, xc_coll_name(coll), sendbuf, recvbuf, -1, req);
+    return xc_request_post(comm, cs, xc_coll_name(coll), sendbuf, recvbuf, -1, stream, req);
 }
 
 /* ---------------------------------------------------------------- allreduce */
@@ -164,7 +163,7 @@ xcoll_status_t xcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count
         return rc;
     in_place = IN_PLACE(sendbuf) || sendbuf == recvbuf;
     return post(comm, XC_COLL_ALLREDUCE, count, dtype, op, 0, in_place,
-                in_place ? NULL : sendbuf, recvbuf, req);
+                in_place ? NULL : sendbuf, recvbuf, stream, req);
 }
 
 /* -------------------------------------------------------------------- bcast */
@@ -180,7 +179,7 @@ xcoll_status_t xcoll_ibcast(void *buf, size_t count, xcoll_dtype_t dtype, int ro
         (rc = check_size(what, count, dsize, 1, &bytes)) != XCOLL_OK ||
         (rc = check_buf(what, "buf", buf, count)) != XCOLL_OK)
         return rc;
-    return post(comm, XC_COLL_BCAST, count, dtype, XCOLL_SUM, root, 0, NULL, buf, req);
+    return post(comm, XC_COLL_BCAST, count, dtype, XCOLL_SUM, root, 0, NULL, buf, stream, req);
 }
 
 /* ------------------------------------------------------------------- reduce */
@@ -211,7 +210,7 @@ xcoll_status_t xcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count,
         recvbuf = NULL;
     }
     return post(comm, XC_COLL_REDUCE, count, dtype, op, root, in_place,
-                in_place ? NULL : sendbuf, recvbuf, req);
+                in_place ? NULL : sendbuf, recvbuf, stream, req);
 }
 
 /* ---------------------------------------------------------------- allgather */
@@ -233,7 +232,7 @@ xcoll_status_t xcoll_iallgather(const void *sendbuf, void *recvbuf, size_t count
     in_place = IN_PLACE(sendbuf) ||
                (recvbuf != NULL && sendbuf == (char *)recvbuf + (size_t)comm->rank * bytes);
     return post(comm, XC_COLL_ALLGATHER, count, dtype, XCOLL_SUM, 0, in_place,
-                in_place ? NULL : sendbuf, recvbuf, req);
+                in_place ? NULL : sendbuf, recvbuf, stream, req);
 }
 
 /* ----------------------------------------------------------- reduce_scatter */
@@ -256,7 +255,8 @@ xcoll_status_t xcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t 
     if (IN_PLACE(sendbuf)) {
         /* MPI layout: the input fills recvbuf and the result belongs in its
          * first block; the builders leave it in block `rank`, so move it. */
-        rc = post(comm, XC_COLL_REDUCE_SCATTER, count, dtype, op, 0, 1, NULL, recvbuf, req);
+        rc = post(comm, XC_COLL_REDUCE_SCATTER, count, dtype, op, 0, 1, NULL, recvbuf, stream,
+                  req);
         if (rc == XCOLL_OK && comm->rank != 0) {
             (*req)->post_dst = recvbuf;
             (*req)->post_src = (char *)recvbuf + (size_t)comm->rank * bytes;
@@ -266,8 +266,10 @@ xcoll_status_t xcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t 
     }
     input = (char *)(uintptr_t)sendbuf;
     if (count > 0 && (char *)recvbuf == input + (size_t)comm->rank * bytes) /* NCCL layout */
-        return post(comm, XC_COLL_REDUCE_SCATTER, count, dtype, op, 0, 1, NULL, input, req);
-    return post(comm, XC_COLL_REDUCE_SCATTER, count, dtype, op, 0, 0, sendbuf, recvbuf, req);
+        return post(comm, XC_COLL_REDUCE_SCATTER, count, dtype, op, 0, 1, NULL, input, stream,
+                    req);
+    return post(comm, XC_COLL_REDUCE_SCATTER, count, dtype, op, 0, 0, sendbuf, recvbuf, stream,
+                req);
 }
 
 /* ----------------------------------------------------------------- alltoall */
@@ -287,7 +289,7 @@ xcoll_status_t xcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
         return rc;
     in_place = IN_PLACE(sendbuf) || sendbuf == recvbuf;
     return post(comm, XC_COLL_ALLTOALL, count, dtype, XCOLL_SUM, 0, in_place,
-                in_place ? NULL : sendbuf, recvbuf, req);
+                in_place ? NULL : sendbuf, recvbuf, stream, req);
 }
 
 /* ------------------------------------------------------------------- gather */
@@ -319,7 +321,7 @@ xcoll_status_t xcoll_igather(const void *sendbuf, void *recvbuf, size_t count,
         recvbuf = NULL;
     }
     return post(comm, XC_COLL_GATHER, count, dtype, XCOLL_SUM, root, in_place,
-                in_place ? NULL : sendbuf, recvbuf, req);
+                in_place ? NULL : sendbuf, recvbuf, stream, req);
 }
 
 /* ------------------------------------------------------------------ scatter */
@@ -351,7 +353,7 @@ xcoll_status_t xcoll_iscatter(const void *sendbuf, void *recvbuf, size_t count,
         sendbuf = NULL;
     }
     return post(comm, XC_COLL_SCATTER, count, dtype, XCOLL_SUM, root, in_place, sendbuf,
-                in_place ? NULL : recvbuf, req);
+                in_place ? NULL : recvbuf, stream, req);
 }
 
 /* ------------------------------------------------------------------ barrier */
@@ -362,7 +364,7 @@ xcoll_status_t xcoll_ibarrier(xcoll_comm_t comm, xcoll_request_t *req)
     xcoll_status_t rc = check_common("xcoll_barrier", comm, XCOLL_UINT8, NULL, req, &dsize);
     if (rc != XCOLL_OK)
         return rc;
-    return post(comm, XC_COLL_BARRIER, 0, XCOLL_UINT8, XCOLL_SUM, 0, 0, NULL, NULL, req);
+    return post(comm, XC_COLL_BARRIER, 0, XCOLL_UINT8, XCOLL_SUM, 0, 0, NULL, NULL, NULL, req);
 }
 
 /* ----------------------------------------------------------- point to point */
@@ -420,7 +422,7 @@ static xcoll_status_t post_p2p(const char *what, const void *buf, size_t count,
     if ((rc = xc_comm_get_sched(comm, key, build_p2p, &p, &cs)) != XCOLL_OK)
         return rc;
     return xc_request_post(comm, cs, is_send ? "send" : "recv", is_send ? buf : NULL,
-                           is_send ? NULL : (void *)(uintptr_t)buf, tag, req);
+                           is_send ? NULL : (void *)(uintptr_t)buf, tag, stream, req);
 }
 
 xcoll_status_t xcoll_isend(const void *buf, size_t count, xcoll_dtype_t dtype, int peer, int tag,

@@ -11,6 +11,7 @@
 #include <ucp/api/ucp.h>
 
 #include "coll.h"
+#include "../core/gpu.h"
 #include "tune.h"
 #include "../core/dtype.h"
 #include "../core/log.h"
@@ -262,14 +263,12 @@ const char *xcoll_build_info(void)
     if (info[0] != '\0')
         return info;
     ucx_transports(tls, sizeof(tls));
-    /* lib/cuda has no sources yet: device buffers are not supported, and
-     * the library neither links CUDA nor looks for a device. */
     snprintf(info, sizeof(info),
              "UCX: %s (built against UCP API %d.%d)\n"
              "UCX transports: %s%s%s%s\n"
-             "CUDA: not built (host buffers only; a CUDA stream argument is refused)\n",
+             "CUDA: %s\n",
              ucp_get_version_string(), UCP_API_MAJOR, UCP_API_MINOR,
              tls[0] ? tls : "(could not be listed)", env_tls ? " (UCX_TLS=" : "",
-             env_tls ? env_tls : "", env_tls ? ")" : "");
+             env_tls ? env_tls : "", env_tls ? ")" : "", xc_gpu_describe());
     return info;
 }

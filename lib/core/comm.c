@@ -92,6 +92,16 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
         xc_error("xcoll_comm_create: timeout_s %g is negative", cfg->timeout_s);
         return XCOLL_ERR_INVALID_ARG;
     }
+    if (cfg->memory != XCOLL_MEMORY_AUTO && cfg->memory != XCOLL_MEMORY_HOST &&
+        cfg->memory != XCOLL_MEMORY_CUDA) {
+        xc_error("xcoll_comm_create: memory %d is not an xcoll_memory_t", (int)cfg->memory);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    if (cfg->memory == XCOLL_MEMORY_CUDA && xc_gpu() == NULL) {
+        xc_error("xcoll_comm_create: memory is XCOLL_MEMORY_CUDA, but CUDA is %s",
+                 xc_gpu_describe());
+        return XCOLL_ERR_UNSUPPORTED;
+    }
     xc_log_set_rank(boot->rank);
 
     all = calloc((size_t)boot->size, sizeof(*all));
@@ -158,6 +168,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     comm->size = boot->size;
     comm->id = id;
     comm->timeout_s = cfg->timeout_s;
+    comm->memory = cfg->memory;
     comm->tl = &xc_ucx_transport;
     rc = comm->tl->comm_init(boot, &comm->tl_comm);
     if (rc == XCOLL_OK) {

@@ -22,6 +22,7 @@ struct xcoll_comm_s {
     uint32_t id;            /* agreed at creation, unique among comms sharing a process */
     uint32_t seq;           /* sequence number of the next collective */
     double timeout_s;
+    xcoll_memory_t memory;  /* the caller's word on where buffers live */
     int failed;             /* a collective failed: seq numbers may disagree now */
     const xc_transport_t *tl;
     void *tl_comm;
@@ -45,6 +46,9 @@ struct xcoll_request_s {
     void *post_dst;
     const void *post_src;
     size_t post_bytes;
+    /* a caller's stream held until this request completes (stream given) */
+    volatile uint32_t *hold_flag;
+    uint32_t hold_value;
     struct xcoll_request_s *prev_active, *next_active;
 };
 
@@ -60,9 +64,11 @@ xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
 void xc_sched_release(xc_cached_sched_t *cs);
 
 /* Starts a request running cs on comm (takes over the reference to cs).
- * p2p_tag < 0 for a collective (consumes a sequence number). */
+ * p2p_tag < 0 for a collective (consumes a sequence number). stream: the
+ * caller's CUDA stream or NULL (only with a GPU backend). Buffers on a
+ * device make the request run on the GPU (xc_exec_use_gpu). */
 xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const char *what,
-                               const void *sendbuf, void *recvbuf, int p2p_tag,
+                               const void *sendbuf, void *recvbuf, int p2p_tag, void *stream,
                                xcoll_request_t *req);
 
 double xc_now(void);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "xcoll.h"
 #include "log.h"
@@ -36,6 +37,20 @@ xcoll_status_t xcoll_config_init(xcoll_config_t *cfg)
             return XCOLL_ERR_INVALID_ARG;
         }
         cfg->timeout_s = t;
+    }
+    cfg->memory = XCOLL_MEMORY_AUTO;
+    env = getenv("XCOLL_MEMORY");
+    if (env != NULL && *env != '\0') {
+        if (strcmp(env, "auto") == 0)
+            cfg->memory = XCOLL_MEMORY_AUTO;
+        else if (strcmp(env, "host") == 0)
+            cfg->memory = XCOLL_MEMORY_HOST;
+        else if (strcmp(env, "cuda") == 0)
+            cfg->memory = XCOLL_MEMORY_CUDA;
+        else {
+            xc_error("XCOLL_MEMORY=%s is not one of auto, host, cuda", env);
+            return XCOLL_ERR_INVALID_ARG;
+        }
     }
     return XCOLL_OK;
 }

@@ -163,6 +163,8 @@ static xcoll_status_t run_local(xc_exec_t *x, const xc_step_t *st)
     return XCOLL_ERR_INTERNAL;
 }
 
+static xcoll_status_t gpu_start_step(xc_exec_t *x, uint32_t i);
+
 static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
 {
     const xc_step_t *st = &x->sched->steps[i];
@@ -170,6 +172,8 @@ static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
     xcoll_status_t rc;
     void *req = NULL;
 
+    if (x->gpu != NULL)
+        return gpu_start_step(x, i);
     switch ((xc_step_kind_t)st->kind) {
     case XC_STEP_SEND:
         rc = x->tl->isend(x->tl_comm, st->peer, tag_for(x, st, x->sched->rank), addr(x, st->a),
@@ -207,6 +211,360 @@ static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
     return XCOLL_OK;
 }
 
+/* --- device data ------------------------------------------------------------
+ * A step on device memory runs in up to two phases, each tested like a
+ * transport request: NET (a message in flight) and GPU (copies or kernels
+ * queued, ended by an event). A staged send downloads its bytes into a
+ * pinned block (GPU), then sends the block (NET); a staged receive lands
+ * in a pinned block (NET), then uploads it (GPU); a receive-and-reduce
+ * lands, then reduces with a kernel that reads the pinned block in place
+ * (GPU). Steps start only when their dependencies are done, events
+ * included, so the two internal queues need no ordering of their own, and
+ * a large message's segments overlap: one downloads while the one before
+ * it is on the wire and the one before that reduces.
+ *
+ * A local step (copy, reduce, divide) runs on the GPU when any of its
+ * operands is device memory; a kernel operand in pageable host memory is
+ * uploaded into device scratch first (the GPU cannot read pageable
+ * memory), and a pageable destination is downloaded after. */
+
+enum { GPHASE_NET = 1, GPHASE_GPU = 2 };
+
+typedef struct xc_gpu_step {
+    void *stage;   /* pinned block between device memory and the transport */
+    void *scratch; /* device block for pageable operands of a kernel */
+    void *ev;      /* end of the step's GPU work, while in the GPU phase */
+    uint8_t phase;
+    uint8_t gpu_reduce; /* a recv+reduce whose reduction runs on the GPU */
+} xc_gpu_step_t;
+
+static xc_memtype_t mem_of(const xc_exec_t *x, xc_ref_t r)
+{
+    return (xc_memtype_t)x->mem[r.buf];
+}
+
+/* Whether the transport may be handed memory of type m. */
+static int net_direct(const xc_exec_t *x, xc_memtype_t m)
+{
+    return !xc_mem_on_device(m) || x->tl_device;
+}
+
+static xcoll_status_t gpu_fence(xc_exec_t *x, uint32_t i, int q)
+{
+    xc_gpu_step_t *g = &x->gstep[i];
+    if ((g->ev = xc_gpu_event_get()) == NULL)
+        return XCOLL_ERR_INTERNAL;
+    g->phase = GPHASE_GPU;
+    return x->gpu->record(g->ev, q);
+}
+
+static void *stage_get(xc_exec_t *x, uint32_t i, size_t bytes)
+{
+    xc_gpu_step_t *g = &x->gstep[i];
+    g->stage = xc_gpu_pinned_get(bytes);
+    return g->stage;
+}
+
+/* dst = a op b on the GPU (queue WORK), then the step's event. */
+static xcoll_status_t gpu_reduce(xc_exec_t *x, uint32_t i, void *dst, xc_memtype_t md,
+                                 const void *a, xc_memtype_t ma, const void *b, xc_memtype_t mb,
+                                 size_t bytes)
+{
+    const xc_gpu_backend_t *gpu = x->gpu;
+    const xc_sched_t *s = x->sched;
+    xc_gpu_step_t *g = &x->gstep[i];
+    int up_a = !xc_mem_gpu_ok(ma), up_b = !xc_mem_gpu_ok(mb) && b != a;
+    int down = !xc_mem_gpu_ok(md);
+    int fresh_d = down && dst != a && dst != b;
+    const void *ka = a, *kb = b;
+    void *kd = dst;
+    char *t = NULL;
+    xcoll_status_t rc = XCOLL_OK;
+
+    if (up_a + up_b + fresh_d > 0) {
+        g->scratch = xc_gpu_dev_get((size_t)(up_a + up_b + fresh_d) * bytes);
+        if ((t = g->scratch) == NULL)
+            return XCOLL_ERR_NO_MEMORY;
+    }
+    if (up_a) {
+        rc = gpu->copy(t, a, bytes, XC_GPU_Q_WORK);
+        ka = t;
+        t += bytes;
+    }
+    if (!xc_mem_gpu_ok(mb))
+        kb = b == a ? ka : t;
+    if (rc == XCOLL_OK && up_b) {
+        rc = gpu->copy(t, b, bytes, XC_GPU_Q_WORK);
+        t += bytes;
+    }
+    if (down)
+        kd = dst == a ? (void *)(uintptr_t)ka : dst == b ? (void *)(uintptr_t)kb : t;
+    if (rc == XCOLL_OK)
+        rc = gpu->reduce(kd, ka, kb, bytes / s->dsize, s->dtype, s->op, XC_GPU_Q_WORK);
+    if (rc == XCOLL_OK && down)
+        rc = gpu->copy(dst, kd, bytes, XC_GPU_Q_WORK);
+    return rc == XCOLL_OK ? gpu_fence(x, i, XC_GPU_Q_WORK) : rc;
+}
+
+/* A local step of a device exec: on the GPU when it touches device
+ * memory, else on the CPU. *queued says which. */
+static xcoll_status_t gpu_run_local(xc_exec_t *x, uint32_t i, int *queued)
+{
+    const xc_sched_t *s = x->sched;
+    const xc_step_t *st = &s->steps[i];
+    xc_memtype_t md = mem_of(x, st->dst), ma = mem_of(x, st->a), mb = mem_of(x, st->b);
+    void *dst = addr(x, st->dst);
+    const void *a = addr(x, st->a), *b = addr(x, st->b);
+
+    *queued = 0;
+    if (st->bytes == 0)
+        return XCOLL_OK;
+    switch ((xc_step_kind_t)st->kind) {
+    case XC_STEP_COPY:
+        if (!xc_mem_on_device(md) && !xc_mem_on_device(ma))
+            break;
+        if (dst == NULL || a == NULL)
+            return run_local(x, st); /* reports the missing buffer */
+        if (dst == a)
+            return XCOLL_OK;
+        *queued = 1;
+        {
+            xcoll_status_t rc = x->gpu->copy(dst, a, st->bytes, XC_GPU_Q_WORK);
+            return rc == XCOLL_OK ? gpu_fence(x, i, XC_GPU_Q_WORK) : rc;
+        }
+    case XC_STEP_REDUCE:
+        if (!xc_mem_on_device(md) && !xc_mem_on_device(ma) && !xc_mem_on_device(mb))
+            break;
+        if (dst == NULL || a == NULL || b == NULL)
+            return run_local(x, st);
+        *queued = 1;
+        return gpu_reduce(x, i, dst, md, a, ma, b, mb, st->bytes);
+    case XC_STEP_DIVIDE:
+        if (!xc_mem_on_device(md))
+            break;
+        if (dst == NULL)
+            return run_local(x, st);
+        *queued = 1;
+        {
+            xcoll_status_t rc = x->gpu->divide(dst, st->bytes / s->dsize, s->dtype, s->divisor,
+                                               XC_GPU_Q_WORK);
+            return rc == XCOLL_OK ? gpu_fence(x, i, XC_GPU_Q_WORK) : rc;
+        }
+    default:
+        break;
+    }
+    return run_local(x, st);
+}
+
+static xcoll_status_t post_send(xc_exec_t *x, uint32_t i, const void *buf)
+{
+    const xc_step_t *st = &x->sched->steps[i];
+    x->msgs_sent++;
+    x->bytes_sent += st->bytes;
+    if (st->bytes > x->max_send)
+        x->max_send = st->bytes;
+    x->gstep[i].phase = GPHASE_NET;
+    return x->tl->isend(x->tl_comm, st->peer, tag_for(x, st, x->sched->rank), buf, st->bytes,
+                        &x->treq[i]);
+}
+
+static void gpu_release_step(xc_exec_t *x, uint32_t i)
+{
+    xc_gpu_step_t *g = &x->gstep[i];
+    xc_gpu_pinned_put(g->stage);
+    xc_gpu_dev_put(g->scratch);
+    xc_gpu_event_put(g->ev);
+    g->stage = g->scratch = g->ev = NULL;
+    g->phase = 0;
+}
+
+/* The phase after a message completed: *finished if there is none. */
+static xcoll_status_t gpu_after_net(xc_exec_t *x, uint32_t i, int *finished)
+{
+    const xc_step_t *st = &x->sched->steps[i];
+    xc_gpu_step_t *g = &x->gstep[i];
+    xcoll_status_t rc = XCOLL_OK;
+
+    *finished = 1;
+    if (st->kind == XC_STEP_RECV && g->stage != NULL) {
+        *finished = 0;
+        rc = x->gpu->copy(addr(x, st->dst), g->stage, st->bytes, XC_GPU_Q_WORK);
+        return rc == XCOLL_OK ? gpu_fence(x, i, XC_GPU_Q_WORK) : rc;
+    }
+    if (st->kind == XC_STEP_RECV_REDUCE) {
+        if (!g->gpu_reduce)
+            return run_local(x, st);
+        *finished = 0;
+        if (g->stage != NULL)
+            return gpu_reduce(x, i, addr(x, st->dst), mem_of(x, st->dst), addr(x, st->a),
+                              mem_of(x, st->a), g->stage, XC_MEM_PINNED, st->bytes);
+        return gpu_reduce(x, i, addr(x, st->dst), mem_of(x, st->dst), addr(x, st->a),
+                          mem_of(x, st->a), addr(x, st->b), mem_of(x, st->b), st->bytes);
+    }
+    return rc;
+}
+
+static xcoll_status_t gpu_start_step(xc_exec_t *x, uint32_t i)
+{
+    const xc_step_t *st = &x->sched->steps[i];
+    xc_gpu_step_t *g = &x->gstep[i];
+    xc_exec_work_t *w = work_of(x);
+    xcoll_status_t rc;
+    int queued = 0, finished = 0;
+    void *buf;
+
+    switch ((xc_step_kind_t)st->kind) {
+    case XC_STEP_SEND:
+        buf = addr(x, st->a);
+        if (st->bytes == 0 || net_direct(x, mem_of(x, st->a))) {
+            rc = post_send(x, i, buf);
+            break;
+        }
+        if (stage_get(x, i, st->bytes) == NULL)
+            return XCOLL_ERR_NO_MEMORY;
+        rc = x->gpu->copy(g->stage, buf, st->bytes, XC_GPU_Q_D2H);
+        if (rc == XCOLL_OK)
+            rc = gpu_fence(x, i, XC_GPU_Q_D2H);
+        break;
+    case XC_STEP_RECV:
+    case XC_STEP_RECV_REDUCE: {
+        xc_ref_t land = st->kind == XC_STEP_RECV ? st->dst : st->b;
+        buf = addr(x, land);
+        if (st->kind == XC_STEP_RECV_REDUCE)
+            g->gpu_reduce = st->bytes > 0 && (xc_mem_on_device(mem_of(x, st->dst)) ||
+                                              xc_mem_on_device(mem_of(x, st->a)) ||
+                                              xc_mem_on_device(mem_of(x, st->b)));
+        if (st->bytes > 0 && !net_direct(x, mem_of(x, land))) {
+            if ((buf = stage_get(x, i, st->bytes)) == NULL)
+                return XCOLL_ERR_NO_MEMORY;
+        }
+        g->phase = GPHASE_NET;
+        rc = x->tl->irecv(x->tl_comm, st->peer, tag_for(x, st, st->peer), buf, st->bytes,
+                          &x->treq[i]);
+        break;
+    }
+    default:
+        rc = gpu_run_local(x, i, &queued);
+        if (rc == XCOLL_OK && !queued) {
+            finish_step(x, i);
+            return XCOLL_OK;
+        }
+        break;
+    }
+    if (rc != XCOLL_OK)
+        return rc;
+    /* a message the transport completed at once moves straight on */
+    while (g->phase == GPHASE_NET && x->treq[i] == NULL) {
+        if ((rc = gpu_after_net(x, i, &finished)) != XCOLL_OK)
+            return rc;
+        if (finished) {
+            gpu_release_step(x, i);
+            finish_step(x, i);
+            return XCOLL_OK;
+        }
+    }
+    x->state[i] = XC_STATE_RUNNING;
+    w->running[w->nrunning++] = i;
+    return XCOLL_OK;
+}
+
+/* Tests step i's current phase and moves it on: XCOLL_INPROGRESS, or
+ * XCOLL_OK with *finished = 0 (it entered its next phase) or 1 (done). */
+static xcoll_status_t gpu_test_step(xc_exec_t *x, uint32_t i, int *finished)
+{
+    const xc_step_t *st = &x->sched->steps[i];
+    xc_gpu_step_t *g = &x->gstep[i];
+    xcoll_status_t rc;
+
+    *finished = 0;
+    if (g->phase == GPHASE_GPU) {
+        rc = x->gpu->query(g->ev);
+        if (rc != XCOLL_OK)
+            return rc;
+        xc_gpu_event_put(g->ev);
+        g->ev = NULL;
+        if (st->kind == XC_STEP_SEND) {
+            /* a staged send (the only kind with a GPU phase): the download
+             * is done, send the copy */
+            if ((rc = post_send(x, i, g->stage)) != XCOLL_OK)
+                return rc;
+            if (x->treq[i] != NULL)
+                return XCOLL_OK;
+        }
+        *finished = 1;
+        gpu_release_step(x, i);
+        return XCOLL_OK;
+    }
+    rc = x->tl->test(x->tl_comm, x->treq[i]);
+    if (rc != XCOLL_OK)
+        return rc;
+    x->treq[i] = NULL;
+    if (st->kind == XC_STEP_SEND) {
+        *finished = 1;
+    } else if ((rc = gpu_after_net(x, i, finished)) != XCOLL_OK) {
+        return rc;
+    }
+    if (*finished)
+        gpu_release_step(x, i);
+    return XCOLL_OK;
+}
+
+/* Waits for GPU work that cannot be abandoned: it does not depend on the
+ * network, so it always ends, and its memory may then be reused. */
+static void gpu_drain(const xc_gpu_backend_t *gpu, void *ev)
+{
+    while (gpu->query(ev) == XCOLL_INPROGRESS)
+        ;
+}
+
+static void gpu_cancel_step(xc_exec_t *x, uint32_t i)
+{
+    xc_gpu_step_t *g = &x->gstep[i];
+    if (g->phase == GPHASE_GPU) {
+        gpu_drain(x->gpu, g->ev);
+        gpu_release_step(x, i);
+        return;
+    }
+    x->tl->cancel(x->tl_comm, x->treq[i]);
+    /* UCX may still write a cancelled receive's block: it stays out of the
+     * pool (accounted as in use) rather than go to another call */
+    g->stage = NULL;
+    gpu_release_step(x, i);
+}
+
+xcoll_status_t xc_exec_use_gpu(xc_exec_t *x, const xc_gpu_backend_t *gpu, xc_memtype_t send_mem,
+                               xc_memtype_t recv_mem, void *gate)
+{
+    const xc_sched_t *s = x->sched;
+    xc_memtype_t tmp_mem;
+
+    x->gpu = gpu;
+    x->gate = gate;
+    x->mem[XC_BUF_SEND] = (uint8_t)send_mem;
+    x->mem[XC_BUF_RECV] = (uint8_t)recv_mem;
+    x->tl_device = x->tl->device_memory != NULL && x->tl->device_memory(x->tl_comm);
+    /* scratch lives where the transport can use it and a kernel can read
+     * it: pinned host memory when staging, device memory otherwise */
+    tmp_mem = x->tl_device ? XC_MEM_DEVICE : XC_MEM_PINNED;
+    x->mem[XC_BUF_TMP] = (uint8_t)tmp_mem;
+    xc_block_put(x->tmp_owned);
+    x->tmp_owned = NULL;
+    x->buf[XC_BUF_TMP] = NULL;
+    x->gstep = xc_block_get(s->nsteps * sizeof(xc_gpu_step_t) + 1, 1);
+    if (x->gstep == NULL) {
+        xc_error("out of memory: device state for a schedule of %u steps", s->nsteps);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    if (s->tmp_bytes > 0) {
+        x->tmp_owned = tmp_mem == XC_MEM_DEVICE ? xc_gpu_dev_get(s->tmp_bytes)
+                                                : xc_gpu_pinned_get(s->tmp_bytes);
+        if (x->tmp_owned == NULL)
+            return XCOLL_ERR_NO_MEMORY;
+        x->buf[XC_BUF_TMP] = x->tmp_owned;
+    }
+    return XCOLL_OK;
+}
+
 xcoll_status_t xc_exec_progress(xc_exec_t *x, int *progressed)
 {
     const xc_sched_t *s = x->sched;
@@ -220,19 +578,43 @@ xcoll_status_t xc_exec_progress(xc_exec_t *x, int *progressed)
     if (x->ndone == s->nsteps)
         return XCOLL_OK;
     w = work_of(x);
+    if (x->gate != NULL) {
+        /* nothing may read the caller's buffers before its stream has
+         * written them */
+        rc = xc_gpu()->query(x->gate);
+        if (rc == XCOLL_INPROGRESS)
+            return rc;
+        xc_gpu_event_put(x->gate);
+        x->gate = NULL;
+        if (rc != XCOLL_OK) {
+            xc_error("%s: waiting for the caller's stream failed", s->algo);
+            x->status = rc;
+            return rc;
+        }
+        moved = 1;
+    }
     /* test what is in flight, keeping posting order for the rest */
     for (r = 0; r < w->nrunning; r++) {
         uint32_t i = w->running[r];
         const xc_step_t *st = &s->steps[i];
-        rc = x->tl->test(x->tl_comm, x->treq[i]);
-        if (rc == XCOLL_INPROGRESS) {
+        int finished = 1;
+        if (x->gpu != NULL) {
+            rc = gpu_test_step(x, i, &finished);
+        } else {
+            rc = x->tl->test(x->tl_comm, x->treq[i]);
+            if (rc != XCOLL_INPROGRESS) {
+                x->treq[i] = NULL;
+                if (rc == XCOLL_OK && st->kind == XC_STEP_RECV_REDUCE)
+                    rc = run_local(x, st);
+            }
+        }
+        if (rc == XCOLL_INPROGRESS || (rc == XCOLL_OK && !finished)) {
+            if (rc == XCOLL_OK)
+                moved = 1; /* it moved to its next phase */
             w->running[kept++] = i;
             continue;
         }
-        x->treq[i] = NULL;
         moved = 1;
-        if (rc == XCOLL_OK && st->kind == XC_STEP_RECV_REDUCE)
-            rc = run_local(x, st);
         if (rc != XCOLL_OK) {
             xc_error("%s: step %u (%s, peer %d) failed: %s", s->algo, i, step_kind_name(st->kind),
                      st->peer, xcoll_strerror(rc));
@@ -295,8 +677,16 @@ void xc_exec_cancel(xc_exec_t *x)
     w = work_of(x);
     for (r = 0; r < w->nrunning; r++) {
         uint32_t i = w->running[r];
-        x->tl->cancel(x->tl_comm, x->treq[i]);
+        if (x->gpu != NULL)
+            gpu_cancel_step(x, i);
+        else
+            x->tl->cancel(x->tl_comm, x->treq[i]);
         x->treq[i] = NULL;
+    }
+    if (x->gate != NULL) {
+        gpu_drain(xc_gpu(), x->gate);
+        xc_gpu_event_put(x->gate);
+        x->gate = NULL;
     }
     w->nrunning = 0;
     w->ready_head = w->ready_tail;
@@ -306,9 +696,17 @@ void xc_exec_cancel(xc_exec_t *x)
 
 void xc_exec_fini(xc_exec_t *x)
 {
-    if (x->state_mem != NULL && work_of(x)->nrunning > 0)
+    if (x->state_mem != NULL && (work_of(x)->nrunning > 0 || x->gate != NULL))
         xc_exec_cancel(x);
     xc_block_put(x->state_mem);
+    if (x->gpu != NULL) {
+        xc_block_put(x->gstep);
+        if (x->tl_device)
+            xc_gpu_dev_put(x->tmp_owned);
+        else
+            xc_gpu_pinned_put(x->tmp_owned);
+        x->tmp_owned = NULL;
+    }
     xc_block_put(x->tmp_owned);
     memset(x, 0, sizeof(*x));
 }

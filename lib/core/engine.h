@@ -3,6 +3,7 @@
 #ifndef XC_ENGINE_H
 #define XC_ENGINE_H
 
+#include "gpu.h"
 #include "schedule.h"
 #include "transport.h"
 
@@ -27,6 +28,12 @@ typedef struct xc_exec {
     xcoll_status_t status;     /* first error, or XCOLL_OK */
     uint64_t msgs_sent, bytes_sent; /* counted for the simulator's checks */
     size_t max_send;           /* largest message sent: decides the flush */
+    /* Device data (see xc_exec_use_gpu); gpu is NULL for a host exec. */
+    const xc_gpu_backend_t *gpu;
+    uint8_t mem[XC_BUF_COUNT]; /* xc_memtype_t of each buffer */
+    int tl_device;             /* the transport takes device pointers */
+    struct xc_gpu_step *gstep; /* per step: staging block, scratch, event, phase */
+    void *gate;                /* event: work the caller queued before the call */
 } xc_exec_t;
 
 /* Binds a schedule to buffers and a transport. bufs[XC_BUF_TMP] is ignored:
@@ -34,6 +41,16 @@ typedef struct xc_exec {
 xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf, void *recvbuf,
                             const xc_transport_t *tl, void *tl_comm, uint32_t comm_id,
                             uint32_t seq);
+
+/* Makes x run on device data: send_mem and recv_mem are the memory types
+ * of the caller's buffers. Steps on device memory become copies and
+ * kernels on the GPU, and, unless the transport takes device pointers,
+ * messages from and to device memory go through pinned staging blocks;
+ * the scratch buffer moves to pinned (staged) or device memory. gate, if
+ * not NULL, is an event (the exec takes it) that must complete before
+ * any step starts. Call after xc_exec_init, before progress. */
+xcoll_status_t xc_exec_use_gpu(xc_exec_t *x, const xc_gpu_backend_t *gpu, xc_memtype_t send_mem,
+                               xc_memtype_t recv_mem, void *gate);
 
 /* One pass: completes what the transport finished, starts what became
  * ready. XCOLL_OK when every step is done, XCOLL_INPROGRESS, or the first

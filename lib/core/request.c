@@ -42,10 +42,19 @@ static void complete(struct xcoll_request_s *r, xcoll_status_t status)
     if (status == XCOLL_OK && r->exec.max_send > XC_FLUSH_ABOVE_BYTES && tl->flush != NULL)
         status = tl->flush(r->comm->tl_comm);
     r->done = 1;
-    r->status = status;
     unlink_active(r);
-    if (status == XCOLL_OK && r->post_bytes > 0 && r->post_dst != r->post_src)
-        memmove(r->post_dst, r->post_src, r->post_bytes);
+    if (status == XCOLL_OK && r->post_bytes > 0 && r->post_dst != r->post_src) {
+        if (r->exec.gpu != NULL && xc_mem_on_device((xc_memtype_t)r->exec.mem[XC_BUF_RECV]))
+            status = r->exec.gpu->copy_sync(r->post_dst, r->post_src, r->post_bytes);
+        else
+            memmove(r->post_dst, r->post_src, r->post_bytes);
+    }
+    r->status = status;
+    /* released on failure too: a held stream would otherwise never run */
+    if (r->hold_flag != NULL) {
+        xc_gpu_flag_release(r->hold_flag, r->hold_value);
+        r->hold_flag = NULL;
+    }
     if (status != XCOLL_OK && !r->exec.is_p2p)
         /* the ranks no longer agree on sequence numbers */
         r->comm->failed = 1;
@@ -77,13 +86,71 @@ static int progress_all(const xc_transport_t *tl, void *tl_comm)
     return moved;
 }
 
+/* Where the caller's buffers live, from the communicator's memory setting
+ * or by asking the GPU backend; *on_gpu if the call must run on the GPU. */
+static xcoll_status_t locate_buffers(xcoll_comm_t comm, const char *what, const void *sendbuf,
+                                     const void *recvbuf, xc_memtype_t *ms, xc_memtype_t *mr,
+                                     int *on_gpu)
+{
+    const xc_gpu_backend_t *gpu = xc_gpu();
+    *ms = *mr = XC_MEM_HOST;
+    *on_gpu = 0;
+    if (gpu == NULL || comm->memory == XCOLL_MEMORY_HOST)
+        return XCOLL_OK;
+    if (comm->memory == XCOLL_MEMORY_CUDA) {
+        *ms = sendbuf != NULL ? XC_MEM_DEVICE : XC_MEM_HOST;
+        *mr = recvbuf != NULL ? XC_MEM_DEVICE : XC_MEM_HOST;
+    } else {
+        *ms = xc_gpu_memtype(sendbuf);
+        *mr = xc_gpu_memtype(recvbuf);
+    }
+    *on_gpu = xc_mem_on_device(*ms) || xc_mem_on_device(*mr);
+    if (*on_gpu) {
+        xcoll_status_t rc = gpu->bind(xc_mem_on_device(*ms) ? sendbuf : recvbuf);
+        if (rc != XCOLL_OK) {
+            xc_error("%s: cannot use this buffer's device", what);
+            return rc;
+        }
+    }
+    return XCOLL_OK;
+}
+
+/* Orders r after the work already queued on the caller's stream (a gate
+ * event the engine waits for) and holds the stream until r completes. A
+ * device call without a stream still waits for the legacy default stream,
+ * as a CUDA-aware MPI would. */
+static xcoll_status_t order_on_stream(struct xcoll_request_s *r, void *stream)
+{
+    const xc_gpu_backend_t *gpu = xc_gpu();
+    void *gate;
+    xcoll_status_t rc;
+    if ((gate = xc_gpu_event_get()) == NULL)
+        return XCOLL_ERR_INTERNAL;
+    if ((rc = gpu->record_on_stream(gate, stream)) != XCOLL_OK) {
+        xc_gpu_event_put(gate);
+        return rc;
+    }
+    r->exec.gate = gate; /* the exec owns it now */
+    if (stream == NULL)
+        return XCOLL_OK;
+    if ((r->hold_flag = xc_gpu_flag_get(&r->hold_value)) == NULL)
+        return XCOLL_ERR_NO_MEMORY;
+    if ((rc = gpu->hold_stream(stream, r->hold_flag, r->hold_value)) != XCOLL_OK) {
+        xc_gpu_flag_release(r->hold_flag, r->hold_value);
+        r->hold_flag = NULL;
+    }
+    return rc;
+}
+
 xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const char *what,
-                               const void *sendbuf, void *recvbuf, int p2p_tag,
+                               const void *sendbuf, void *recvbuf, int p2p_tag, void *stream,
                                xcoll_request_t *req)
 {
     struct xcoll_request_s *r = xc_block_get(sizeof(struct xcoll_request_s), 1);
     xcoll_status_t rc;
     uint32_t seq = p2p_tag < 0 ? comm->seq++ : 0;
+    xc_memtype_t ms, mr;
+    int on_gpu = 0;
 
     if (r == NULL) {
         xc_error("%s: out of memory for a request", what);
@@ -93,7 +160,16 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     /* the engine never writes through the send buffer's reference */
     rc = xc_exec_init(&r->exec, &cs->sched, (void *)(uintptr_t)sendbuf, recvbuf, comm->tl,
                       comm->tl_comm, comm->id, seq);
+    if (rc == XCOLL_OK)
+        rc = locate_buffers(comm, what, sendbuf, recvbuf, &ms, &mr, &on_gpu);
+    if (rc == XCOLL_OK && on_gpu)
+        rc = xc_exec_use_gpu(&r->exec, xc_gpu(), ms, mr, NULL);
+    if (rc == XCOLL_OK && (stream != NULL || on_gpu))
+        rc = order_on_stream(r, stream);
     if (rc != XCOLL_OK) {
+        if (r->hold_flag != NULL)
+            xc_gpu_flag_release(r->hold_flag, r->hold_value);
+        xc_exec_fini(&r->exec);
         xc_sched_release(cs);
         xc_block_put(r);
         if (p2p_tag < 0)

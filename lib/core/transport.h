@@ -45,6 +45,11 @@ typedef struct xc_transport {
      * flushes before it reports such a collective complete. */
     xcoll_status_t (*flush)(void *tl_comm);
 
+    /* Optional (NULL = no). 1 if isend/irecv take device (and managed)
+     * memory themselves, as a CUDA-aware UCX does; otherwise the engine
+     * stages device data through pinned host memory. */
+    int (*device_memory)(void *tl_comm);
+
     /* Called when progress found nothing `idle_rounds` times in a row: let
      * other processes have the core, for at most about max_wait_us. */
     void (*idle)(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us);

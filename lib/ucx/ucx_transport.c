@@ -15,6 +15,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include "gpu.h"
 #include "log.h"
 #include "tag.h"
 #include "transport.h"
@@ -203,9 +204,12 @@ static ucs_status_t context_create(int estimated_eps, uint64_t features, int shm
     /* UCX polls every transport it opened on each worker progress, TCP
      * included, which costs ~0.25 us per small-message hop on one node.
      * When the whole job is on one node, shared memory and self reach every
-     * peer; a user's UCX_TLS always wins (UCX_TLS=all restores UCX's
+     * peer (unless there is a GPU); a user's UCX_TLS always wins (UCX_TLS=all restores UCX's
      * choice, e.g. for a job that connects to processes elsewhere later). */
-    if (shm_only) {
+    if (shm_only && xc_gpu() != NULL) {
+        /* a CUDA-aware UCX needs its cuda transports too */
+        xc_debug("UCX: a CUDA device is present: UCX chooses the transports");
+    } else if (shm_only) {
         if (ucp_config_modify(config, "TLS", "sm,self") == UCS_OK)
             xc_debug("UCX: every rank of the job is on this node: UCX_TLS=sm,self");
         else
@@ -777,8 +781,22 @@ static xcoll_status_t ucx_flush(void *tl_comm)
     return XCOLL_OK;
 }
 
+/* Whether this UCX moves CUDA memory itself (built with CUDA support and
+ * its cuda transports loaded); Debian's does not, so xcoll stages. */
+static int ucx_device_memory(void *tl_comm)
+{
+    ucp_context_attr_t attr;
+    (void)tl_comm;
+    memset(&attr, 0, sizeof(attr));
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (g_ucx.context == NULL || ucp_context_query(g_ucx.context, &attr) != UCS_OK)
+        return 0;
+    return (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+}
+
 const xc_transport_t xc_ucx_transport = {
     .flush = ucx_flush,
+    .device_memory = ucx_device_memory,
     .name = "ucx",
     .comm_init = ucx_comm_init,
     .comm_fini = ucx_comm_fini,

@@ -43,6 +43,7 @@ typedef struct {
 } lb_transit_t;
 
 struct lb_world {
+    int device; /* claims to take device memory (a CUDA-aware transport) */
     int n;
     int eager;
     int delayed;
@@ -151,6 +152,8 @@ void *lb_comm(lb_world_t *w, int rank)
 }
 
 void lb_world_set_eager(lb_world_t *w, int eager) { w->eager = eager; }
+
+void lb_world_set_device(lb_world_t *w, int device) { w->device = device; }
 
 void lb_world_set_delayed(lb_world_t *w, int delayed, uint64_t seed)
 {
@@ -429,6 +432,11 @@ static int lb_progress(void *tl_comm)
     return (int)lb_world_deliver(ep->world);
 }
 
+static int lb_device_memory(void *tl_comm)
+{
+    return ((lb_endpoint_t *)tl_comm)->world->device;
+}
+
 static void lb_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
 {
     (void)tl_comm;
@@ -456,4 +464,5 @@ const xc_transport_t lb_transport = {
     .cancel = lb_cancel,
     .progress = lb_progress,
     .idle = lb_idle,
+    .device_memory = lb_device_memory,
 };

@@ -32,6 +32,10 @@ void *lb_comm(lb_world_t *w, int rank);
 /* 1: sends copy their data and complete at once; 0 (default): rendezvous. */
 void lb_world_set_eager(lb_world_t *w, int eager);
 
+/* 1: the transport claims to take device memory (as a CUDA-aware UCX
+ * does), so the engine hands it device buffers instead of staging. */
+void lb_world_set_device(lb_world_t *w, int device);
+
 /* Delayed mode: a matched send and receive stay in flight (neither
  * completes, no data moves) until lb_world_deliver() picks them, each call
  * moving a pseudo-random half (seeded) of what is in flight. It exposes

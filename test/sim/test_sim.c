@@ -18,6 +18,7 @@
 
 #include "coll/coll.h"
 #include "dtype.h"
+#include "emulated_gpu.h"
 #include "engine.h"
 #include "log.h"
 #include "loopback.h"
@@ -77,6 +78,9 @@ typedef struct {
 static unsigned long n_passed, n_failed;
 static struct xc_topo *case_topo; /* the running case's, for its builders */
 static int verbose;
+/* --gpu: 1 = buffers in emulated device memory, staged through pinned
+ * blocks; 2 = the transport takes device memory itself. */
+static int gpu_mode;
 static uint32_t seq;
 
 /* --- values ------------------------------------------------------------ */
@@ -632,6 +636,38 @@ static void *alloc_bytes(size_t bytes)
     return p;
 }
 
+/* --gpu: rank r's buffers move to emulated device memory, both or (every
+ * third case each) only one of them, to cover calls that mix host and
+ * device buffers. */
+static void gpu_buffers_in(const case_t *c, const rank_bufs_t *b, void **send, void **recv)
+{
+    unsigned mix = seq % 3;
+    if (b->send != NULL && mix != 2) {
+        size_t n = b->send_n * xcoll_dtype_size(c->dtype);
+        *send = emu_dev_alloc(n);
+        emu_gpu_backend()->copy_sync(*send, b->send, n);
+    }
+    if (b->recv != NULL && mix != 1) {
+        size_t n = b->recv_n * xcoll_dtype_size(c->dtype);
+        *recv = emu_dev_alloc(n);
+        emu_gpu_backend()->copy_sync(*recv, b->recv, n);
+    }
+}
+
+/* Copies device results back into the host buffers the checks read. */
+static void gpu_buffers_out(const case_t *c, rank_bufs_t *b, void *send, void *recv)
+{
+    size_t ds = xcoll_dtype_size(c->dtype);
+    if (send != NULL && send != b->send) {
+        emu_gpu_backend()->copy_sync(b->send, send, b->send_n * ds);
+        emu_dev_free(send);
+    }
+    if (recv != NULL && recv != b->recv) {
+        emu_gpu_backend()->copy_sync(b->recv, recv, b->recv_n * ds);
+        emu_dev_free(recv);
+    }
+}
+
 /* Sets up rank r's buffers per the contract in coll.h. */
 static void setup_rank(const case_t *c, int r, const void *input, rank_bufs_t *b, int *in_place)
 {
@@ -781,7 +817,7 @@ static int run_all(const case_t *c, xc_exec_t *x, lb_world_t *w, int late)
             }
         }
         /* idle only because the network held everything back */
-        if (!ok || progressed || lb_world_flush(w) > 0)
+        if (!ok || progressed || lb_world_flush(w) > 0 || (gpu_mode && emu_gpu_tick() > 0))
             continue;
         if (held) {
             if (ndone > 0) {
@@ -827,6 +863,7 @@ static void run_case(const case_t *c)
     seq++;
     case_topo = case_topo_make(c);
     lb_world_set_eager(w, c->eager);
+    lb_world_set_device(w, gpu_mode == 2);
     lb_world_set_delayed(w, !c->immediate, seq);
     inputs = calloc((size_t)P, sizeof(void *));
     if (inputs == NULL) {
@@ -872,8 +909,13 @@ static void run_case(const case_t *c)
         }
     }
     for (r = 0; r < P && ok; r++, nexec++) {
-        st = xc_exec_init(&x[r], &s[r], b[r].send, b[r].recv, &lb_transport, lb_comm(w, r), 1,
-                          seq);
+        void *send = b[r].send, *recv = b[r].recv;
+        if (gpu_mode)
+            gpu_buffers_in(c, &b[r], &send, &recv);
+        st = xc_exec_init(&x[r], &s[r], send, recv, &lb_transport, lb_comm(w, r), 1, seq);
+        if (st == XCOLL_OK && gpu_mode)
+            st = xc_exec_use_gpu(&x[r], emu_gpu_backend(), xc_gpu_memtype(send),
+                                 xc_gpu_memtype(recv), NULL);
         if (st != XCOLL_OK) {
             report(c, 0, "rank %d: xc_exec_init: %s", r, xcoll_strerror(st));
             ok = 0;
@@ -882,6 +924,14 @@ static void run_case(const case_t *c)
     if (ok)
         ok = run_all(c, x, w, c->algo->coll == XC_COLL_BARRIER && P > 1 ? (int)(seq % (unsigned)P)
                                                                    : -1);
+    if (gpu_mode) {
+        for (r = 0; r < nexec; r++)
+            gpu_buffers_out(c, &b[r], x[r].buf[XC_BUF_SEND], x[r].buf[XC_BUF_RECV]);
+        if (ok && emu_gpu_pending() != 0) {
+            report(c, 0, "%zu GPU operations still queued after completion", emu_gpu_pending());
+            ok = 0;
+        }
+    }
     if (ok && lb_world_pending(w) != 0) {
         report(c, 0, "%zu messages or receives left unmatched", lb_world_pending(w));
         ok = 0;
@@ -1150,6 +1200,35 @@ static void run_formula_case(const algo_t *al, int P)
     run_topos(&c); /* run_roots, over fake nodes for hier_* */
 }
 
+/* Every algorithm again with its buffers in (emulated) device memory: the
+ * engine's staging, GPU kernels and events, first through pinned staging
+ * blocks with device memory unreadable by the CPU, then with a transport
+ * that takes device memory itself. Exact results, messages and bytes are
+ * checked as on the host. */
+static int run_gpu_sweep(const char *only, int quick)
+{
+    static const int sizes[] = {1, 2, 3, 4, 5, 7, 8};
+    size_t k, i;
+    for (gpu_mode = 1; gpu_mode <= 2; gpu_mode++) {
+        unsigned long before = n_passed + n_failed;
+        emu_gpu_install(gpu_mode == 1);
+        for (k = 0; k < NALGOS; k++) {
+            if (only != NULL && strcmp(only, algos[k].name) != 0)
+                continue;
+            for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+                run_algo_size(&algos[k], sizes[i], gpu_mode == 2 || quick);
+        }
+        if (only == NULL && gpu_mode == 1)
+            run_pipelined();
+        printf("test_sim --gpu: %s: %lu cases\n",
+               gpu_mode == 1 ? "staged through pinned memory" : "device-capable transport",
+               n_passed + n_failed - before);
+    }
+    xc_gpu_set_backend(NULL);
+    printf("test_sim --gpu: %lu passed, %lu failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0, i, P;
@@ -1160,12 +1239,16 @@ int main(int argc, char **argv)
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--gpu"))
+            gpu_mode = 1;
         else if (!strcmp(argv[i], "-q"))
             quick = 1;
         else
             only = argv[i];
     }
     xc_log_init();
+    if (gpu_mode)
+        return run_gpu_sweep(only, quick);
     for (k = 0; k < NALGOS; k++) {
         if (only != NULL && strcmp(only, algos[k].name) != 0)
             continue;
