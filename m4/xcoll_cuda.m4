@@ -24,7 +24,7 @@ AC_ARG_WITH([cuda-arch],
     [AS_HELP_STRING([--with-cuda-arch="80 90 100"],
                     [GPU architectures (compute capability x 10) to build CUDA machine code for;
                      the highest is also embedded as PTX for newer GPUs (default: "80 90 100")])],
-    [], [with_cuda_arch="80 90 100"])
+    [xcoll_arch_given=yes], [with_cuda_arch="80 90 100"; xcoll_arch_given=no])
 AC_ARG_VAR([NVCCFLAGS], [extra nvcc flags for the CUDA kernels])
 AC_ARG_VAR([CUOBJDUMP], [CUDA binary lister, for make check (default: cuobjdump beside nvcc)])
 
@@ -98,12 +98,21 @@ AS_IF([test $xcoll_have_cuda = yes], [
         AS_CASE([$xcoll_nvcc_archs],
             [*" compute_$xcoll_arch "*], [],
             [AC_MSG_RESULT([?])
-             AC_MSG_ERROR([--with-cuda-arch: $NVCC cannot build for sm_$xcoll_arch; it supports:$xcoll_nvcc_archs(choose with --with-cuda-arch="...", or build without CUDA: --without-cuda)])])
+             # An older toolkit found on its own must not fail the build:
+             # it is a CPU build then, and the summary says why.
+             AS_IF([test "x$with_cuda" = xauto && test $xcoll_arch_given = no],
+                 [AC_MSG_WARN([$NVCC cannot build for sm_$xcoll_arch (it supports:$xcoll_nvcc_archs): building without CUDA; choose architectures with --with-cuda-arch="..."])
+                  xcoll_have_cuda=no
+                  xcoll_cuda_why="$NVCC cannot build for the default sm_$xcoll_arch (see --with-cuda-arch)"
+                  break],
+                 [AC_MSG_ERROR([--with-cuda-arch: $NVCC cannot build for sm_$xcoll_arch; it supports:$xcoll_nvcc_archs(choose with --with-cuda-arch="...", or build without CUDA: --without-cuda)])])])
         NVCC_ARCH_FLAGS="$NVCC_ARCH_FLAGS -gencode arch=compute_$xcoll_arch,code=sm_$xcoll_arch"
         XCOLL_CUDA_ARCHS="$XCOLL_CUDA_ARCHS${XCOLL_CUDA_ARCHS:+ }$xcoll_arch"
         AS_IF([test -z "$xcoll_arch_max" || test $xcoll_arch -gt $xcoll_arch_max],
               [xcoll_arch_max=$xcoll_arch])
-    done
+    done])
+
+AS_IF([test $xcoll_have_cuda = yes], [
     AS_IF([test -z "$xcoll_arch_max"],
         [AC_MSG_RESULT([none])
          AC_MSG_ERROR([--with-cuda-arch="$with_cuda_arch" names no architecture])])

@@ -684,7 +684,9 @@ void xc_exec_cancel(xc_exec_t *x)
         x->treq[i] = NULL;
     }
     if (x->gate != NULL) {
-        gpu_drain(xc_gpu(), x->gate);
+        /* not drained: it may sit behind an earlier call's hold on the
+         * same stream, which only progress releases; recording a pooled
+         * event again later is legal even while it is pending */
         xc_gpu_event_put(x->gate);
         x->gate = NULL;
     }

@@ -154,7 +154,11 @@ static void pool_put(pool_t *p, void *mem)
         return;
     }
     *link = blk->next;
-    if (p->kept_bytes + ((size_t)1 << blk->cls) <= XC_GPU_POOL_CAP) {
+    /* Over the cap the block is freed, unless a stream hold is pending:
+     * cudaFree and cudaFreeHost wait for the device to go idle, and a held
+     * stream only moves on when this thread writes its flag. */
+    if (p->kept_bytes + ((size_t)1 << blk->cls) <= XC_GPU_POOL_CAP ||
+        (g_flag_page != NULL && g_nflag_free < XC_GPU_FLAGS)) {
         blk->next = p->free_[blk->cls];
         p->free_[blk->cls] = blk;
         p->kept_bytes += (size_t)1 << blk->cls;
@@ -252,11 +256,15 @@ volatile uint32_t *xc_gpu_flag_get(uint32_t *value)
             g_flag_free[i] = XC_GPU_FLAGS - 1 - i;
         g_nflag_free = XC_GPU_FLAGS;
     }
-    if (g_nflag_free == 0) {
-        xc_error("more than %d stream-ordered collectives outstanding", XC_GPU_FLAGS);
-        return NULL;
-    }
-    f = &g_flag_page[g_flag_free[--g_nflag_free]];
+    /* a word at its last value is retired: the next hold's value would
+     * wrap to 0, which every waiter takes as "go" */
+    do {
+        if (g_nflag_free == 0) {
+            xc_error("more than %d stream-ordered collectives outstanding", XC_GPU_FLAGS);
+            return NULL;
+        }
+        f = &g_flag_page[g_flag_free[--g_nflag_free]];
+    } while (*f == UINT32_MAX);
     *value = *f + 1;
     return f;
 }

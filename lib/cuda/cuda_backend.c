@@ -159,9 +159,19 @@ static xcoll_status_t cuda_hold_stream(void *stream, const volatile uint32_t *fl
     return check(xc_cuda_wait_flag((cudaStream_t)stream, flag, value), "stream wait kernel");
 }
 
+/* Not cudaMemcpy: that runs on the legacy default stream, which waits for
+ * every blocking stream, the caller's held one included (a deadlock when
+ * the hold is released after this copy, as complete() does), and between
+ * device buffers it returns before the copy is done. */
 static xcoll_status_t cuda_copy_sync(void *dst, const void *src, size_t bytes)
 {
-    return check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+    cudaStream_t q = g_queue[XC_GPU_Q_WORK];
+    if (g_device < 0) /* no device buffer seen yet (tests filling buffers): no queue */
+        return check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+    if (check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, q), "cudaMemcpyAsync") !=
+        XCOLL_OK)
+        return XCOLL_ERR_INTERNAL;
+    return check(cudaStreamSynchronize(q), "cudaStreamSynchronize");
 }
 
 static const char *cuda_describe(void)

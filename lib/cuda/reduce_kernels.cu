@@ -36,6 +36,28 @@ constexpr int kMaxCachedDevices = 64;
  * value, so relaxed atomics are enough. Zero-initialised at load time. */
 std::atomic<int> g_sm_count[kMaxCachedDevices];
 
+/* Whether every kernel of this file is loaded on the device (see
+ * load_all_kernels), false until then. Zero-initialised at load time. */
+std::atomic<bool> g_kernels_loaded[kMaxCachedDevices];
+cudaError_t load_all_kernels(void);
+
+/* Lazy loading (CUDA's default since 12.2) loads a kernel at its first
+ * launch, and loading may wait for the context to go idle. A stream held
+ * by wait_flag_kernel is not idle until this thread writes the flag, so a
+ * kernel's first launch while a hold is pending could hang for ever. All
+ * of them are loaded before the first launch on a device instead, when no
+ * hold of ours can be pending there yet. */
+cudaError_t ensure_loaded(int dev)
+{
+    if (dev >= 0 && dev < kMaxCachedDevices &&
+        g_kernels_loaded[dev].load(std::memory_order_acquire))
+        return cudaSuccess;
+    cudaError_t err = load_all_kernels();
+    if (err == cudaSuccess && dev >= 0 && dev < kMaxCachedDevices)
+        g_kernels_loaded[dev].store(true, std::memory_order_release);
+    return err;
+}
+
 /* Blocks for `items` units of per-thread work on the current device:
  * enough for one unit per thread, at most what fills the GPU (the
  * grid-stride loops take the rest). */
@@ -43,6 +65,8 @@ cudaError_t grid_size(size_t items, unsigned *blocks)
 {
     int dev = 0;
     cudaError_t err = cudaGetDevice(&dev);
+    if (err == cudaSuccess)
+        err = ensure_loaded(dev);
     if (err != cudaSuccess)
         return err;
     int sms = (dev >= 0 && dev < kMaxCachedDevices)
@@ -269,6 +293,26 @@ XC_FOREACH_FLOAT_DTYPE(XC_REDUCE_FLOAT_DTYPE_)
     };
 XC_FOREACH_DTYPE(XC_DIV_FUNCTOR_)
 
+/* cudaFuncGetAttributes makes the runtime load the kernel on the current
+ * device, as a launch would. */
+#define XC_LOAD_REDUCE_(openum, name, ctype, sfx) \
+    if (err == cudaSuccess)                       \
+        err = cudaFuncGetAttributes(&attr, reduce_kernel<ctype, Op_##name##_##sfx>);
+#define XC_LOAD_DTYPE_(ctype, sfx, OPS) \
+    OPS(XC_LOAD_REDUCE_, ctype, sfx)    \
+    if (err == cudaSuccess)             \
+        err = cudaFuncGetAttributes(&attr, divide_kernel<ctype, Div_##sfx>);
+#define XC_LOAD_INT_DTYPE_(dt, ctype, sfx) XC_LOAD_DTYPE_(ctype, sfx, XC_INT_OPS_)
+#define XC_LOAD_FLOAT_DTYPE_(dt, ctype, sfx) XC_LOAD_DTYPE_(ctype, sfx, XC_ARITH_OPS_)
+cudaError_t load_all_kernels(void)
+{
+    cudaFuncAttributes attr;
+    cudaError_t err = cudaFuncGetAttributes(&attr, wait_flag_kernel);
+    XC_FOREACH_INT_DTYPE(XC_LOAD_INT_DTYPE_)
+    XC_FOREACH_FLOAT_DTYPE(XC_LOAD_FLOAT_DTYPE_)
+    return err;
+}
+
 } // namespace
 
 extern "C" cudaError_t xc_cuda_reduce(void *dst, const void *a, const void *b, size_t count,
@@ -312,6 +356,12 @@ extern "C" cudaError_t xc_cuda_wait_flag(cudaStream_t stream, const volatile uin
 {
     if (flag == nullptr)
         return cudaErrorInvalidValue;
+    int dev = 0;
+    cudaError_t err = cudaGetDevice(&dev);
+    if (err == cudaSuccess)
+        err = ensure_loaded(dev);
+    if (err != cudaSuccess)
+        return err;
     clear_stale_error();
     wait_flag_kernel<<<1, 1, 0, stream>>>(flag, value);
     return cudaGetLastError();
