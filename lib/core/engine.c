@@ -258,11 +258,55 @@ static xcoll_status_t gpu_fence(xc_exec_t *x, uint32_t i, int q)
     return x->gpu->record(g->ev, q);
 }
 
+/* Bytes of device scratch a GPU reduction needs for its pageable
+ * operands: each is uploaded (a == b once), a pageable dst computed apart. */
+static size_t scratch_need(const void *dst, xc_memtype_t md, const void *a, xc_memtype_t ma,
+                           const void *b, xc_memtype_t mb, size_t bytes)
+{
+    int up_a = !xc_mem_gpu_ok(ma), up_b = !xc_mem_gpu_ok(mb) && b != a;
+    int fresh_d = !xc_mem_gpu_ok(md) && dst != a && dst != b;
+    return (size_t)(up_a + up_b + fresh_d) * bytes;
+}
+
 static void *stage_get(xc_exec_t *x, uint32_t i, size_t bytes)
 {
     xc_gpu_step_t *g = &x->gstep[i];
-    g->stage = xc_gpu_pinned_get(bytes);
+    if (g->stage == NULL) /* not reserved at post */
+        g->stage = xc_gpu_pinned_get(bytes);
     return g->stage;
+}
+
+/* Takes now the staging and scratch blocks every step will need (see
+ * xc_gpu_holds_pending); the steps give them back as they finish. */
+static xcoll_status_t gpu_reserve(xc_exec_t *x)
+{
+    const xc_sched_t *s = x->sched;
+    uint32_t i;
+    for (i = 0; i < s->nsteps; i++) {
+        const xc_step_t *st = &s->steps[i];
+        xc_gpu_step_t *g = &x->gstep[i];
+        xc_ref_t land = st->kind == XC_STEP_RECV ? st->dst : st->kind == XC_STEP_SEND ? st->a : st->b;
+        size_t scratch = 0;
+        const void *b = addr(x, st->b);
+        xc_memtype_t mb = mem_of(x, st->b);
+        if (st->bytes == 0)
+            continue;
+        if (st->kind <= XC_STEP_RECV_REDUCE && !net_direct(x, mem_of(x, land)) &&
+            (g->stage = xc_gpu_pinned_get(st->bytes)) == NULL)
+            return XCOLL_ERR_NO_MEMORY;
+        if (st->kind == XC_STEP_RECV_REDUCE && g->stage != NULL) {
+            b = g->stage;
+            mb = XC_MEM_PINNED;
+        }
+        if ((st->kind == XC_STEP_REDUCE || st->kind == XC_STEP_RECV_REDUCE) &&
+            (xc_mem_on_device(mem_of(x, st->dst)) || xc_mem_on_device(mem_of(x, st->a)) ||
+             xc_mem_on_device(mem_of(x, st->b))))
+            scratch = scratch_need(addr(x, st->dst), mem_of(x, st->dst), addr(x, st->a),
+                                   mem_of(x, st->a), b, mb, st->bytes);
+        if (scratch > 0 && (g->scratch = xc_gpu_dev_get(scratch)) == NULL)
+            return XCOLL_ERR_NO_MEMORY;
+    }
+    return XCOLL_OK;
 }
 
 /* dst = a op b on the GPU (queue WORK), then the step's event. */
@@ -282,7 +326,8 @@ static xcoll_status_t gpu_reduce(xc_exec_t *x, uint32_t i, void *dst, xc_memtype
     xcoll_status_t rc = XCOLL_OK;
 
     if (up_a + up_b + fresh_d > 0) {
-        g->scratch = xc_gpu_dev_get((size_t)(up_a + up_b + fresh_d) * bytes);
+        if (g->scratch == NULL) /* not reserved at post */
+            g->scratch = xc_gpu_dev_get((size_t)(up_a + up_b + fresh_d) * bytes);
         if ((t = g->scratch) == NULL)
             return XCOLL_ERR_NO_MEMORY;
     }
@@ -533,7 +578,7 @@ static void gpu_cancel_step(xc_exec_t *x, uint32_t i)
 }
 
 xcoll_status_t xc_exec_use_gpu(xc_exec_t *x, const xc_gpu_backend_t *gpu, xc_memtype_t send_mem,
-                               xc_memtype_t recv_mem, void *gate)
+                               xc_memtype_t recv_mem, void *gate, int reserve)
 {
     const xc_sched_t *s = x->sched;
     xc_memtype_t tmp_mem;
@@ -562,7 +607,7 @@ xcoll_status_t xc_exec_use_gpu(xc_exec_t *x, const xc_gpu_backend_t *gpu, xc_mem
             return XCOLL_ERR_NO_MEMORY;
         x->buf[XC_BUF_TMP] = x->tmp_owned;
     }
-    return XCOLL_OK;
+    return reserve ? gpu_reserve(x) : XCOLL_OK;
 }
 
 xcoll_status_t xc_exec_progress(xc_exec_t *x, int *progressed)
@@ -702,6 +747,10 @@ void xc_exec_fini(xc_exec_t *x)
         xc_exec_cancel(x);
     xc_block_put(x->state_mem);
     if (x->gpu != NULL) {
+        uint32_t i;
+        /* blocks reserved for steps that never ran */
+        for (i = 0; x->gstep != NULL && i < x->sched->nsteps; i++)
+            gpu_release_step(x, i);
         xc_block_put(x->gstep);
         if (x->tl_device)
             xc_gpu_dev_put(x->tmp_owned);

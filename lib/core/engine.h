@@ -48,9 +48,11 @@ xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf
  * messages from and to device memory go through pinned staging blocks;
  * the scratch buffer moves to pinned (staged) or device memory. gate, if
  * not NULL, is an event (the exec takes it) that must complete before
- * any step starts. Call after xc_exec_init, before progress. */
+ * any step starts. reserve: take every staging and scratch block now
+ * rather than as steps start (needed while a stream hold may be pending:
+ * see xc_gpu_holds_pending). Call after xc_exec_init, before progress. */
 xcoll_status_t xc_exec_use_gpu(xc_exec_t *x, const xc_gpu_backend_t *gpu, xc_memtype_t send_mem,
-                               xc_memtype_t recv_mem, void *gate);
+                               xc_memtype_t recv_mem, void *gate, int reserve);
 
 /* One pass: completes what the transport finished, starts what became
  * ready. XCOLL_OK when every step is done, XCOLL_INPROGRESS, or the first

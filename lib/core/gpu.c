@@ -157,8 +157,7 @@ static void pool_put(pool_t *p, void *mem)
     /* Over the cap the block is freed, unless a stream hold is pending:
      * cudaFree and cudaFreeHost wait for the device to go idle, and a held
      * stream only moves on when this thread writes its flag. */
-    if (p->kept_bytes + ((size_t)1 << blk->cls) <= XC_GPU_POOL_CAP ||
-        (g_flag_page != NULL && g_nflag_free < XC_GPU_FLAGS)) {
+    if (p->kept_bytes + ((size_t)1 << blk->cls) <= XC_GPU_POOL_CAP || xc_gpu_holds_pending()) {
         blk->next = p->free_[blk->cls];
         p->free_[blk->cls] = blk;
         p->kept_bytes += (size_t)1 << blk->cls;
@@ -238,6 +237,11 @@ void xc_gpu_event_put(void *ev)
  * A flag word is never reset: each hold waits for the word to reach a new,
  * larger value. Resetting a reused word to 0 could strand a wait kernel of
  * an earlier hold that had not yet seen its value. */
+
+int xc_gpu_holds_pending(void)
+{
+    return g_flag_page != NULL && g_nflag_free < XC_GPU_FLAGS;
+}
 
 volatile uint32_t *xc_gpu_flag_get(uint32_t *value)
 {

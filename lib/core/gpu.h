@@ -90,6 +90,12 @@ void xc_gpu_event_put(void *ev);
  * stream until the word reaches *value, then xc_gpu_flag_release(flag,
  * *value) writes it and returns the word to the pool. */
 volatile uint32_t *xc_gpu_flag_get(uint32_t *value);
+
+/* 1 while some stream is held. CUDA lists page-locked and device memory
+ * allocation among the operations that may wait for all device work, the
+ * held stream's wait kernel included, which only this thread can release:
+ * memory a call needs is then taken before its hold is queued. */
+int xc_gpu_holds_pending(void);
 void xc_gpu_flag_release(volatile uint32_t *flag, uint32_t value);
 
 /* One line for xcoll_build_info: the backend, its devices, or why none. */

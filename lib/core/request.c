@@ -163,7 +163,8 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     if (rc == XCOLL_OK)
         rc = locate_buffers(comm, what, sendbuf, recvbuf, &ms, &mr, &on_gpu);
     if (rc == XCOLL_OK && on_gpu)
-        rc = xc_exec_use_gpu(&r->exec, xc_gpu(), ms, mr, NULL);
+        rc = xc_exec_use_gpu(&r->exec, xc_gpu(), ms, mr, NULL,
+                             stream != NULL || xc_gpu_holds_pending());
     if (rc == XCOLL_OK && (stream != NULL || on_gpu))
         rc = order_on_stream(r, stream);
     if (rc != XCOLL_OK) {

@@ -205,14 +205,32 @@ static xcoll_status_t emu_bind(const void *p)
     return region_of(p) != NULL ? XCOLL_OK : XCOLL_ERR_INTERNAL;
 }
 
+/* CUDA may make an allocation wait for all device work; with a stream
+ * held by a wait kernel that only the allocating thread can release, that
+ * is a deadlock on a real GPU, so here it is a test failure. */
+static void check_no_hold(const char *what)
+{
+    queue_t *u;
+    op_t *o;
+    for (u = g_user_streams; u != NULL; u = u->next_user)
+        for (o = u->head; o != NULL; o = o->next)
+            if (o->kind == OP_WAIT && __atomic_load_n(o->flag, __ATOMIC_ACQUIRE) < o->n) {
+                fprintf(stderr, "emulated GPU: %s while a stream hold is pending "
+                                "(may deadlock on CUDA)\n", what);
+                exit(3);
+            }
+}
+
 static xcoll_status_t emu_alloc_dev(void **p, size_t bytes)
 {
+    check_no_hold("device memory allocated");
     *p = region_new(bytes, XC_MEM_DEVICE);
     return XCOLL_OK;
 }
 
 static xcoll_status_t emu_alloc_pinned(void **p, size_t bytes)
 {
+    check_no_hold("pinned memory allocated");
     *p = region_new(bytes, XC_MEM_PINNED);
     return XCOLL_OK;
 }

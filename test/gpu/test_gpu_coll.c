@@ -317,6 +317,9 @@ static void stream_checks(size_t n, int nonblocking)
     char *d_in = dev_alloc(bytes, 0), *d_out = dev_alloc((size_t)size * bytes, 0);
     int c;
 
+    /* empty pools: a stream-ordered call must take what it needs before
+     * it holds the stream (the emulation fails an allocation after) */
+    xc_gpu_release_pools();
     /* pinned host memory: a copy from the device into pageable memory
      * would block the host until the held stream runs, i.e. forever */
     if (gpu->pinned_alloc((void **)&in, bytes + 4) != XCOLL_OK ||

@@ -915,7 +915,7 @@ static void run_case(const case_t *c)
         st = xc_exec_init(&x[r], &s[r], send, recv, &lb_transport, lb_comm(w, r), 1, seq);
         if (st == XCOLL_OK && gpu_mode)
             st = xc_exec_use_gpu(&x[r], emu_gpu_backend(), xc_gpu_memtype(send),
-                                 xc_gpu_memtype(recv), NULL);
+                                 xc_gpu_memtype(recv), NULL, seq % 2);
         if (st != XCOLL_OK) {
             report(c, 0, "rank %d: xc_exec_init: %s", r, xcoll_strerror(st));
             ok = 0;
