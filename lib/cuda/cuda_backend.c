@@ -5,8 +5,11 @@
  * "No GPU" is a normal outcome, not an error: on a machine without a
  * driver (or with one too old for this runtime) cudaGetDeviceCount fails,
  * and xc_cuda_probe returns NULL with the reason kept for xcoll-info. */
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <cuda.h> /* the driver API's types only: libcuda is looked up at run time */
 #include <cuda_runtime_api.h>
 
 #include "cuda_kernels.h"
@@ -29,9 +32,45 @@ static xcoll_status_t check(cudaError_t e, const char *call)
     return e == cudaErrorMemoryAllocation ? XCOLL_ERR_NO_MEMORY : XCOLL_ERR_INTERNAL;
 }
 
+/* The driver's pointer query, when libcuda exposes it. Unlike
+ * cudaPointerGetAttributes it needs no context, so a program that only
+ * ever passes host memory does not get a CUDA context (hundreds of MB of
+ * device memory per process) just for being asked about. */
+typedef CUresult (*xc_pointer_attrs_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+static xc_pointer_attrs_fn g_pointer_attrs;
+
+static void find_driver_query(void)
+{
+    /* cudart has loaded libcuda by now (cudaGetDeviceCount succeeded) */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL)
+        h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (h != NULL)
+        *(void **)&g_pointer_attrs = dlsym(h, "cuPointerGetAttributes");
+    if (g_pointer_attrs == NULL)
+        xc_debug("CUDA: no cuPointerGetAttributes in libcuda; buffers are queried "
+                 "through the runtime");
+}
+
 static xc_memtype_t cuda_memtype(const void *p)
 {
     struct cudaPointerAttributes at;
+    if (g_pointer_attrs != NULL) {
+        unsigned int type = 0, managed = 0;
+        CUpointer_attribute which[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                        CU_POINTER_ATTRIBUTE_IS_MANAGED};
+        void *data[2];
+        data[0] = &type;
+        data[1] = &managed;
+        /* unknown (host) memory: an error, or success with zeroed answers */
+        if (g_pointer_attrs(2, which, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+            return XC_MEM_HOST;
+        if (managed)
+            return XC_MEM_MANAGED;
+        if (type == CU_MEMORYTYPE_DEVICE)
+            return XC_MEM_DEVICE;
+        return type == CU_MEMORYTYPE_HOST ? XC_MEM_PINNED : XC_MEM_HOST;
+    }
     if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
         /* older runtimes fail on unregistered host memory; clear the
          * sticky-free error so it does not surface in the next call */
@@ -216,6 +255,7 @@ const xc_gpu_backend_t *xc_cuda_probe(void)
         xc_info("CUDA: %s; every buffer is host memory", g_describe);
         return NULL;
     }
+    find_driver_query();
     memset(&prop, 0, sizeof(prop));
     (void)cudaGetDeviceProperties(&prop, 0);
     snprintf(g_describe, sizeof(g_describe),
