@@ -199,9 +199,9 @@ xcoll_status_t xcoll_comm_size(xcoll_comm_t comm, int *size);
  * (mixed too); device data is reduced on the GPU. With a UCX that cannot
  * send device memory it is staged through pinned host memory in chunks.
  * One CUDA device per process, and it must be the current device when a
- * call is made. On a machine with a GPU, the buffer queries create a CUDA
- * context in each process: programs that only use host memory should set
- * memory = XCOLL_MEMORY_HOST (or XCOLL_MEMORY=host, or XCOLL_CUDA=0).
+ * call is made. Asking where a buffer lives creates no CUDA context (the
+ * driver's pointer query), so host-only programs on GPU machines cost no
+ * device memory; XCOLL_MEMORY=host (or XCOLL_CUDA=0) skips the question.
  *
  * stream: a cudaStream_t, or NULL for host order.
  *  - NULL: the call reads its buffers after the work queued on the legacy
