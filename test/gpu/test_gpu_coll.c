@@ -383,6 +383,51 @@ static void stream_checks(size_t n, int nonblocking)
     stream_free(stream);
 }
 
+/* The caller's word on memory (xcoll_config_t.memory): a communicator
+ * told "cuda" serves device buffers without asking, one told "host" host
+ * buffers, with the same results. */
+static void memory_setting_checks(void)
+{
+    const size_t n = 4099, bytes = n * sizeof(float);
+    float *h = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes);
+    void *d = dev_alloc(bytes, 0);
+    xcoll_config_t cfg;
+    xcoll_comm_t c2;
+    int m;
+    if (h == NULL || want == NULL || got == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    fill(want, n, XCOLL_FLOAT32, rank, 5);
+    if (xcoll_allreduce(XCOLL_IN_PLACE, want, n, XCOLL_FLOAT32, XCOLL_SUM, comm, NULL) !=
+        XCOLL_OK)
+        tc_fail("allreduce on host buffers failed");
+    for (m = 0; m < 2; m++) {
+        xcoll_status_t st;
+        xcoll_config_init(&cfg);
+        cfg.memory = m == 0 ? XCOLL_MEMORY_CUDA : XCOLL_MEMORY_HOST;
+        if (!TC_EXPECT(XCOLL_OK, xcoll_comm_create_mpi(MPI_COMM_WORLD, &cfg, &c2)))
+            continue;
+        fill(h, n, XCOLL_FLOAT32, rank, 5);
+        if (m == 0) {
+            copy_sync(d, h, bytes);
+            st = xcoll_allreduce(XCOLL_IN_PLACE, d, n, XCOLL_FLOAT32, XCOLL_SUM, c2, NULL);
+            copy_sync(got, d, bytes);
+        } else {
+            st = xcoll_allreduce(XCOLL_IN_PLACE, h, n, XCOLL_FLOAT32, XCOLL_SUM, c2, NULL);
+            memcpy(got, h, bytes);
+        }
+        if (st != XCOLL_OK || memcmp(got, want, bytes) != 0)
+            tc_fail("allreduce on a communicator with memory = %s: %s", m == 0 ? "cuda" : "host",
+                    st != XCOLL_OK ? xcoll_strerror(st) : "wrong result");
+        else
+            tc_pass();
+        xcoll_comm_destroy(c2);
+    }
+    dev_free(d);
+    free(h);
+    free(want);
+    free(got);
+}
+
 int main(int argc, char **argv)
 {
     int i, ndev = 0;
@@ -431,6 +476,7 @@ int main(int argc, char **argv)
         sweep();
         stream_checks(quick ? 5000 : 300003, 1);
         stream_checks(1000, 0);
+        memory_setting_checks();
     }
     xcoll_comm_destroy(comm);
     return tc_finish();

@@ -192,6 +192,25 @@ int main(int argc, char **argv)
         if (TC_EXPECT(XCOLL_OK, xcoll_comm_create(&boot, NULL, &c2)))
             TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(c2));
     }
+    /* memory: not an xcoll_memory_t; CUDA memory where no device is usable */
+    {
+        xcoll_config_t cfg;
+        const char *info = xcoll_build_info();
+        int no_device = strstr(info, "CUDA: not built") != NULL ||
+                        strstr(info, "no device") != NULL;
+        TC_EXPECT(XCOLL_OK, xcoll_config_init(&cfg));
+        cfg.memory = (xcoll_memory_t)7;
+        c2 = (xcoll_comm_t)(uintptr_t)0x1234;
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_comm_create_mpi(MPI_COMM_WORLD, &cfg, &c2));
+        if (c2 != NULL)
+            tc_fail("xcoll_comm_create with a bad memory setting left *comm non-NULL");
+        cfg.memory = XCOLL_MEMORY_CUDA;
+        if (no_device) {
+            TC_EXPECT(XCOLL_ERR_UNSUPPORTED, xcoll_comm_create_mpi(MPI_COMM_WORLD, &cfg, &c2));
+        } else if (TC_EXPECT(XCOLL_OK, xcoll_comm_create_mpi(MPI_COMM_WORLD, &cfg, &c2))) {
+            TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(c2));
+        }
+    }
 
     /* --- a CUDA stream: unsupported without CUDA. (void *)2 is
      * cudaStreamPerThread, a valid stream handle where CUDA is built in, so
