@@ -24,29 +24,8 @@
 #include "dtype.h"
 #include "xcoll.h"
 
-static unsigned long n_pass, n_fail;
-
-#define MAX_PRINTED_FAILURES 30
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        n_pass++;
-        return;
-    }
-    n_fail++;
-    if (n_fail <= MAX_PRINTED_FAILURES) {
-        va_list ap;
-        va_start(ap, fmt);
-        printf("FAIL: ");
-        vprintf(fmt, ap);
-        printf("\n");
-        va_end(ap);
-    } else if (n_fail == MAX_PRINTED_FAILURES + 1) {
-        printf("FAIL: (further failures counted, not printed)\n");
-    }
-}
+#define CHECK_MAX_PRINTED 30
+#include "../unit/check.h"
 
 /* A CUDA call the test itself needs (allocation, copies): failing it is
  * not a verdict on the kernels, so stop at once. */

@@ -14,29 +14,7 @@
 #include "dtype.h"
 #include "xcoll.h"
 
-static unsigned long n_pass, n_fail;
-
-#define MAX_PRINTED_FAILURES 200
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        n_pass++;
-        return;
-    }
-    n_fail++;
-    if (n_fail <= MAX_PRINTED_FAILURES) {
-        va_list ap;
-        va_start(ap, fmt);
-        printf("FAIL: ");
-        vprintf(fmt, ap);
-        printf("\n");
-        va_end(ap);
-    } else if (n_fail == MAX_PRINTED_FAILURES + 1) {
-        printf("FAIL: (further failures counted, not printed)\n");
-    }
-}
+#include "check.h"
 
 /* xorshift64*: deterministic, so a failure reproduces. */
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;

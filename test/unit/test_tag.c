@@ -10,25 +10,7 @@
 #include "tag.h"
 #include "xcoll.h"
 
-static unsigned long n_pass, n_fail;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        n_pass++;
-        return;
-    }
-    n_fail++;
-    if (n_fail <= 200) {
-        va_list ap;
-        va_start(ap, fmt);
-        printf("FAIL: ");
-        vprintf(fmt, ap);
-        printf("\n");
-        va_end(ap);
-    }
-}
+#include "check.h"
 
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
 static uint64_t rnd64(void)
