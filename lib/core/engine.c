@@ -236,6 +236,7 @@ typedef struct xc_gpu_step {
     void *ev;      /* end of the step's GPU work, while in the GPU phase */
     uint8_t phase;
     uint8_t gpu_reduce; /* a recv+reduce whose reduction runs on the GPU */
+    uint8_t reserved;   /* its blocks were taken ahead (gpu_reserve) */
 } xc_gpu_step_t;
 
 static xc_memtype_t mem_of(const xc_exec_t *x, xc_ref_t r)
@@ -276,8 +277,9 @@ static void *stage_get(xc_exec_t *x, uint32_t i, size_t bytes)
     return g->stage;
 }
 
-/* Takes now the staging and scratch blocks every step will need (see
- * xc_gpu_holds_pending); the steps give them back as they finish. */
+/* Takes now the staging and scratch blocks every step not yet started
+ * will need (see xc_gpu_holds_pending); the steps give them back as they
+ * finish. */
 static xcoll_status_t gpu_reserve(xc_exec_t *x)
 {
     const xc_sched_t *s = x->sched;
@@ -285,12 +287,15 @@ static xcoll_status_t gpu_reserve(xc_exec_t *x)
     for (i = 0; i < s->nsteps; i++) {
         const xc_step_t *st = &s->steps[i];
         xc_gpu_step_t *g = &x->gstep[i];
-        xc_ref_t land = st->kind == XC_STEP_RECV ? st->dst : st->kind == XC_STEP_SEND ? st->a : st->b;
+        xc_ref_t land = st->kind == XC_STEP_RECV   ? st->dst
+                        : st->kind == XC_STEP_SEND ? st->a
+                                                   : st->b;
         size_t scratch = 0;
         const void *b = addr(x, st->b);
         xc_memtype_t mb = mem_of(x, st->b);
-        if (st->bytes == 0)
+        if (st->bytes == 0 || g->reserved || x->state[i] != XC_STATE_WAITING)
             continue;
+        g->reserved = 1;
         if (st->kind <= XC_STEP_RECV_REDUCE && !net_direct(x, mem_of(x, land)) &&
             (g->stage = xc_gpu_pinned_get(st->bytes)) == NULL)
             return XCOLL_ERR_NO_MEMORY;
@@ -575,6 +580,13 @@ static void gpu_cancel_step(xc_exec_t *x, uint32_t i)
      * pool (accounted as in use) rather than go to another call */
     g->stage = NULL;
     gpu_release_step(x, i);
+}
+
+xcoll_status_t xc_exec_gpu_reserve(xc_exec_t *x)
+{
+    if (x->gpu == NULL || x->gstep == NULL || x->status != XCOLL_OK)
+        return XCOLL_OK;
+    return gpu_reserve(x);
 }
 
 xcoll_status_t xc_exec_use_gpu(xc_exec_t *x, const xc_gpu_backend_t *gpu, xc_memtype_t send_mem,

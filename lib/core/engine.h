@@ -54,6 +54,11 @@ xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf
 xcoll_status_t xc_exec_use_gpu(xc_exec_t *x, const xc_gpu_backend_t *gpu, xc_memtype_t send_mem,
                                xc_memtype_t recv_mem, void *gate, int reserve);
 
+/* For a device exec: takes now the blocks of every step not yet started,
+ * as xc_exec_use_gpu(reserve = 1) does; XCOLL_OK for a host exec. Called
+ * for every outstanding exec before a stream hold is queued. */
+xcoll_status_t xc_exec_gpu_reserve(xc_exec_t *x);
+
 /* One pass: completes what the transport finished, starts what became
  * ready. XCOLL_OK when every step is done, XCOLL_INPROGRESS, or the first
  * error (the exec then stops starting steps). Sets *progressed if anything

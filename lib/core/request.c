@@ -122,6 +122,7 @@ static xcoll_status_t locate_buffers(xcoll_comm_t comm, const char *what, const 
 static xcoll_status_t order_on_stream(struct xcoll_request_s *r, void *stream)
 {
     const xc_gpu_backend_t *gpu = xc_gpu();
+    struct xcoll_request_s *other;
     void *gate;
     xcoll_status_t rc;
     if ((gate = xc_gpu_event_get()) == NULL)
@@ -133,6 +134,11 @@ static xcoll_status_t order_on_stream(struct xcoll_request_s *r, void *stream)
     r->exec.gate = gate; /* the exec owns it now */
     if (stream == NULL)
         return XCOLL_OK;
+    /* calls still running take their remaining memory now: after the hold
+     * an allocation could wait for it (xc_gpu_holds_pending) */
+    for (other = active_head; other != NULL; other = other->next_active)
+        if ((rc = xc_exec_gpu_reserve(&other->exec)) != XCOLL_OK)
+            return rc;
     if ((r->hold_flag = xc_gpu_flag_get(&r->hold_value)) == NULL)
         return XCOLL_ERR_NO_MEMORY;
     if ((rc = gpu->hold_stream(stream, r->hold_flag, r->hold_value)) != XCOLL_OK) {

@@ -383,6 +383,66 @@ static void stream_checks(size_t n, int nonblocking)
     stream_free(stream);
 }
 
+/* A device call without a stream still running when a call on a stream
+ * holds that stream: the first must not allocate after the hold (the
+ * emulation fails such an allocation; CUDA may make it wait for the held
+ * stream, which only this thread can release). Both results are checked. */
+static void overlap_check(size_t n)
+{
+    const size_t bytes = n * sizeof(float);
+    void *stream = stream_new();
+    float *in = NULL, *out = NULL, *want_a = malloc(bytes), *want_b = malloc(bytes);
+    float *got = malloc(bytes);
+    char *d_a = dev_alloc(bytes, 0), *d_in = dev_alloc(bytes, 0), *d_out = dev_alloc(bytes, 0);
+    xcoll_request_t ra = NULL, rb = NULL;
+    xcoll_status_t sa, sb;
+
+    xc_gpu_release_pools();
+    if (gpu->pinned_alloc((void **)&in, bytes) != XCOLL_OK ||
+        gpu->pinned_alloc((void **)&out, bytes) != XCOLL_OK || want_a == NULL ||
+        want_b == NULL || got == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    fill(want_a, n, XCOLL_FLOAT32, rank, 6);
+    copy_sync(d_a, want_a, bytes);
+    fill(in, n, XCOLL_FLOAT32, rank, 7);
+    memcpy(want_b, in, bytes);
+    if (xcoll_allreduce(XCOLL_IN_PLACE, want_a, n, XCOLL_FLOAT32, XCOLL_SUM, comm, NULL) !=
+            XCOLL_OK ||
+        xcoll_allreduce(XCOLL_IN_PLACE, want_b, n, XCOLL_FLOAT32, XCOLL_SUM, comm, NULL) !=
+            XCOLL_OK)
+        tc_fail("allreduce on host buffers failed");
+    xc_gpu_release_pools();
+
+    sa = xcoll_iallreduce(XCOLL_IN_PLACE, d_a, n, XCOLL_FLOAT32, XCOLL_SUM, comm, NULL, &ra);
+    stream_copy(stream, d_in, in, bytes);
+    sb = xcoll_iallreduce(d_in, d_out, n, XCOLL_FLOAT32, XCOLL_SUM, comm, stream, &rb);
+    stream_copy(stream, out, d_out, bytes);
+    if (sb == XCOLL_OK)
+        sb = xcoll_wait(&rb);
+    if (sa == XCOLL_OK)
+        sa = xcoll_wait(&ra);
+    if (sa != XCOLL_OK || sb != XCOLL_OK) {
+        tc_fail("overlapping device calls: %s, %s", xcoll_strerror(sa), xcoll_strerror(sb));
+    } else if (stream_sync(stream) != 0) {
+        tc_fail("overlapping device calls: the stream stayed held");
+    } else {
+        copy_sync(got, d_a, bytes);
+        if (memcmp(got, want_a, bytes) != 0 || memcmp(out, want_b, bytes) != 0)
+            tc_fail("overlapping device calls: a result differs from the host result");
+        else
+            tc_pass();
+    }
+    gpu->pinned_free(in);
+    gpu->pinned_free(out);
+    free(want_a);
+    free(want_b);
+    free(got);
+    dev_free(d_a);
+    dev_free(d_in);
+    dev_free(d_out);
+    stream_free(stream);
+}
+
 /* The caller's word on memory (xcoll_config_t.memory): a communicator
  * told "cuda" serves device buffers without asking, one told "host" host
  * buffers, with the same results. */
@@ -477,6 +537,7 @@ int main(int argc, char **argv)
         stream_checks(quick ? 5000 : 300003, 1);
         stream_checks(1000, 0);
         memory_setting_checks();
+        overlap_check(quick ? 20000 : 300003);
     }
     xcoll_comm_destroy(comm);
     return tc_finish();
