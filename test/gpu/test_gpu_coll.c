@@ -5,7 +5,8 @@
  * stream's earlier work, and the stream's later work waits for it.
  *
  * Buffers: device/device, host send + device receive, device send + host
- * receive, in place on the device, and (emulated) managed memory.
+ * receive, in place on the device (allreduce; reduce_scatter MPI style,
+ * whose result is moved to block 0 after completion), and managed memory.
  *
  * Usage: test_gpu_coll [--emulate] [--quick]
  *   With a CUDA device it runs on the device (one per rank, round robin).
@@ -188,7 +189,7 @@ static const char *const v_names[V_COUNT] = {"device", "host send", "host recv",
 /* Runs c on host buffers, then on variant v's buffers, and compares. */
 static void check_case(coll_t c, size_t n, xcoll_dtype_t dt, xcoll_op_t op, int root, int v)
 {
-    size_t ds = xcoll_dtype_size(dt), sn, rn, sb, rb;
+    size_t ds = xcoll_dtype_size(dt), sn, rn, sb, rb, cmp;
     char *hs, *hr, *want, *got, *ds_buf = NULL, *dr_buf = NULL;
     const void *s;
     void *r;
@@ -196,8 +197,12 @@ static void check_case(coll_t c, size_t n, xcoll_dtype_t dt, xcoll_op_t op, int 
     int ok = 1;
 
     extents(c, n, &sn, &rn);
+    if (v == V_IN_PLACE && c == C_REDUCE_SCATTER)
+        rn = (size_t)size * n; /* MPI style: the input fills recvbuf */
     sb = sn * ds;
     rb = rn * ds;
+    /* in place, reduce_scatter defines only the first block */
+    cmp = v == V_IN_PLACE && c == C_REDUCE_SCATTER ? n * ds : rb;
     hs = malloc(sb + 1);
     hr = malloc(rb + 1);
     want = malloc(rb + 1);
@@ -206,7 +211,7 @@ static void check_case(coll_t c, size_t n, xcoll_dtype_t dt, xcoll_op_t op, int 
         MPI_Abort(MPI_COMM_WORLD, 2);
     fill(hs, sn, dt, rank, 1);
     if (v == V_IN_PLACE)
-        fill(hr, rn, dt, rank, 1); /* allreduce only: the input is in recv */
+        fill(hr, rn, dt, rank, 1); /* the input is in recv */
     else if (c == C_BCAST && rank == root)
         fill(hr, rn, dt, rank, 2);
     else
@@ -248,13 +253,13 @@ static void check_case(coll_t c, size_t n, xcoll_dtype_t dt, xcoll_op_t op, int 
         copy_sync(got, dr_buf, rb);
     /* receive buffers that the collective leaves alone (non-roots of
      * reduce and gather) must be left alone on the device too */
-    if (memcmp(got, want, rb) != 0) {
+    if (memcmp(got, want, cmp) != 0) {
         size_t i = 0;
         while (got[i] == want[i])
             i++;
         tc_fail("%s, %s buffers, %s %s, count %zu, root %d: differs from the host result at "
                 "byte %zu of %zu", coll_names[c], v_names[v], xcoll_dtype_name(dt),
-                xcoll_op_name(op), n, root, i, rb);
+                xcoll_op_name(op), n, root, i, cmp);
         ok = 0;
     }
     if (ds_buf != NULL) {
@@ -293,8 +298,8 @@ static void sweep(void)
         for (k = 0; k < 4; k++) {
             for (v = 0; v < V_COUNT; v++) {
                 int root = (k + v) % size;
-                if (v == V_IN_PLACE && c != C_ALLREDUCE)
-                    continue;
+                if (v == V_IN_PLACE && c != C_ALLREDUCE && c != C_REDUCE_SCATTER)
+                    continue; /* reduce_scatter: MPI style, the result moves to block 0 */
                 if (v == V_MANAGED && !emulate && k != 2)
                     continue; /* managed memory: one count is enough on a real GPU */
                 if (is_reduction((coll_t)c)) {
