@@ -632,12 +632,10 @@ xcoll_status_t xc_exec_progress(xc_exec_t *x, int *progressed)
 
     if (x->status != XCOLL_OK)
         return x->status;
-    if (x->ndone == s->nsteps)
-        return XCOLL_OK;
-    w = work_of(x);
     if (x->gate != NULL) {
         /* nothing may read the caller's buffers before its stream has
-         * written them */
+         * written them (and even a call with no steps is ordered after
+         * that work, as its stream hold promises) */
         rc = xc_gpu()->query(x->gate);
         if (rc == XCOLL_INPROGRESS)
             return rc;
@@ -650,6 +648,9 @@ xcoll_status_t xc_exec_progress(xc_exec_t *x, int *progressed)
         }
         moved = 1;
     }
+    if (x->ndone == s->nsteps)
+        return XCOLL_OK;
+    w = work_of(x);
     /* test what is in flight, keeping posting order for the rest */
     for (r = 0; r < w->nrunning; r++) {
         uint32_t i = w->running[r];

@@ -12,8 +12,10 @@
 typedef enum { OP_COPY, OP_REDUCE, OP_DIVIDE, OP_EVENT, OP_WAIT } op_kind_t;
 
 typedef struct emu_event {
-    uint64_t gen;  /* recordings so far */
-    uint64_t done; /* the recording whose work has run */
+    uint64_t gen;      /* recordings so far */
+    uint64_t done;     /* the recording whose work has run */
+    unsigned queued;   /* its markers still in queues */
+    int destroyed;     /* as in CUDA, freed once the last marker has run */
 } emu_event_t;
 
 typedef struct op {
@@ -149,6 +151,8 @@ static int step(queue_t *q)
     } else if (o->kind == OP_EVENT) {
         if (o->ev->gen == o->gen)
             o->ev->done = o->gen;
+        if (--o->ev->queued == 0 && o->ev->destroyed)
+            free(o->ev);
     } else {
         set_access(1, o->dst, o->a, o->b);
         if (o->kind == OP_COPY)
@@ -288,7 +292,11 @@ static xcoll_status_t emu_event_create(void **ev)
 
 static void emu_event_destroy(void *ev)
 {
-    free(ev);
+    emu_event_t *e = ev;
+    if (e->queued > 0)
+        e->destroyed = 1; /* legal in CUDA while its work is pending */
+    else
+        free(e);
 }
 
 static void record_on(queue_t *q, emu_event_t *e)
@@ -296,6 +304,7 @@ static void record_on(queue_t *q, emu_event_t *e)
     op_t *o = push(q, OP_EVENT);
     o->ev = e;
     o->gen = ++e->gen;
+    e->queued++;
 }
 
 static xcoll_status_t emu_record(void *ev, int q)
@@ -409,6 +418,8 @@ void emu_stream_destroy(void *stream)
     while (((queue_t *)stream)->head != NULL) {
         op_t *o = ((queue_t *)stream)->head;
         ((queue_t *)stream)->head = o->next;
+        if (o->kind == OP_EVENT && --o->ev->queued == 0 && o->ev->destroyed)
+            free(o->ev);
         free(o);
     }
     free(stream);
