@@ -50,9 +50,11 @@ static uint64_t tag_for(const xc_exec_t *x, const xc_step_t *st, int src)
     return xc_tag_coll(x->comm_id, (uint32_t)src, x->seq, st->slot);
 }
 
+static xcoll_status_t exec_use_gpu(xc_exec_t *x, const xc_exec_device_t *dev);
+
 xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf, void *recvbuf,
                             const xc_transport_t *tl, void *tl_comm, uint32_t comm_id,
-                            uint32_t seq)
+                            uint32_t seq, const xc_exec_device_t *dev)
 {
     size_t n = sched->nsteps, i;
     xc_exec_work_t *w;
@@ -70,7 +72,8 @@ xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf
     x->tl_comm = tl_comm;
     x->comm_id = comm_id;
     x->seq = seq;
-    if (sched->tmp_bytes > 0) {
+    /* a device exec's scratch is pinned or device memory: exec_use_gpu */
+    if (sched->tmp_bytes > 0 && dev == NULL) {
         x->tmp_owned = xc_block_get(sched->tmp_bytes, 0);
         if (x->tmp_owned == NULL) {
             xc_error("out of memory: %zu bytes of scratch for %s", sched->tmp_bytes, sched->algo);
@@ -105,6 +108,13 @@ xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf
             w->ready[w->ready_tail++] = (uint32_t)i;
     }
     x->status = XCOLL_OK;
+    if (dev != NULL) {
+        xcoll_status_t rc = exec_use_gpu(x, dev);
+        if (rc != XCOLL_OK) {
+            xc_exec_fini(x);
+            return rc;
+        }
+    }
     return XCOLL_OK;
 }
 
@@ -244,6 +254,22 @@ static xc_memtype_t mem_of(const xc_exec_t *x, xc_ref_t r)
     return (xc_memtype_t)x->mem[r.buf];
 }
 
+/* Whether step st has an operand in device memory (unused operands are
+ * XC_BUF_NONE, whose type stays XC_MEM_HOST): its local part then runs on
+ * the GPU. */
+static int touches_device(const xc_exec_t *x, const xc_step_t *st)
+{
+    return xc_mem_on_device(mem_of(x, st->dst)) || xc_mem_on_device(mem_of(x, st->a)) ||
+           xc_mem_on_device(mem_of(x, st->b));
+}
+
+/* The buffer a message step hands the transport: a send's source, a
+ * receive's destination, a receive-and-reduce's landing area. */
+static xc_ref_t net_ref(const xc_step_t *st)
+{
+    return st->kind == XC_STEP_SEND ? st->a : st->kind == XC_STEP_RECV ? st->dst : st->b;
+}
+
 /* Whether the transport may be handed memory of type m. */
 static int net_direct(const xc_exec_t *x, xc_memtype_t m)
 {
@@ -287,16 +313,13 @@ static xcoll_status_t gpu_reserve(xc_exec_t *x)
     for (i = 0; i < s->nsteps; i++) {
         const xc_step_t *st = &s->steps[i];
         xc_gpu_step_t *g = &x->gstep[i];
-        xc_ref_t land = st->kind == XC_STEP_RECV   ? st->dst
-                        : st->kind == XC_STEP_SEND ? st->a
-                                                   : st->b;
         size_t scratch = 0;
         const void *b = addr(x, st->b);
         xc_memtype_t mb = mem_of(x, st->b);
         if (st->bytes == 0 || g->reserved || x->state[i] != XC_STATE_WAITING)
             continue;
         g->reserved = 1;
-        if (st->kind <= XC_STEP_RECV_REDUCE && !net_direct(x, mem_of(x, land)) &&
+        if (st->kind <= XC_STEP_RECV_REDUCE && !net_direct(x, mem_of(x, net_ref(st))) &&
             (g->stage = xc_gpu_pinned_get(st->bytes)) == NULL)
             return XCOLL_ERR_NO_MEMORY;
         if (st->kind == XC_STEP_RECV_REDUCE && g->stage != NULL) {
@@ -304,8 +327,7 @@ static xcoll_status_t gpu_reserve(xc_exec_t *x)
             mb = XC_MEM_PINNED;
         }
         if ((st->kind == XC_STEP_REDUCE || st->kind == XC_STEP_RECV_REDUCE) &&
-            (xc_mem_on_device(mem_of(x, st->dst)) || xc_mem_on_device(mem_of(x, st->a)) ||
-             xc_mem_on_device(mem_of(x, st->b))))
+            touches_device(x, st))
             scratch = scratch_need(addr(x, st->dst), mem_of(x, st->dst), addr(x, st->a),
                                    mem_of(x, st->a), b, mb, st->bytes);
         if (scratch > 0 && (g->scratch = xc_gpu_dev_get(scratch)) == NULL)
@@ -324,15 +346,15 @@ static xcoll_status_t gpu_reduce(xc_exec_t *x, uint32_t i, void *dst, xc_memtype
     xc_gpu_step_t *g = &x->gstep[i];
     int up_a = !xc_mem_gpu_ok(ma), up_b = !xc_mem_gpu_ok(mb) && b != a;
     int down = !xc_mem_gpu_ok(md);
-    int fresh_d = down && dst != a && dst != b;
+    size_t need = scratch_need(dst, md, a, ma, b, mb, bytes);
     const void *ka = a, *kb = b;
     void *kd = dst;
     char *t = NULL;
     xcoll_status_t rc = XCOLL_OK;
 
-    if (up_a + up_b + fresh_d > 0) {
-        if (g->scratch == NULL) /* not reserved at post */
-            g->scratch = xc_gpu_dev_get((size_t)(up_a + up_b + fresh_d) * bytes);
+    if (need > 0) {
+        if (g->scratch == NULL) /* not reserved ahead */
+            g->scratch = xc_gpu_dev_get(need);
         if ((t = g->scratch) == NULL)
             return XCOLL_ERR_NO_MEMORY;
     }
@@ -362,48 +384,36 @@ static xcoll_status_t gpu_run_local(xc_exec_t *x, uint32_t i, int *queued)
 {
     const xc_sched_t *s = x->sched;
     const xc_step_t *st = &s->steps[i];
-    xc_memtype_t md = mem_of(x, st->dst), ma = mem_of(x, st->a), mb = mem_of(x, st->b);
     void *dst = addr(x, st->dst);
     const void *a = addr(x, st->a), *b = addr(x, st->b);
+    xcoll_status_t rc;
 
     *queued = 0;
-    if (st->bytes == 0)
-        return XCOLL_OK;
+    /* run_local also reports a buffer the call did not provide */
+    if (st->bytes == 0 || !touches_device(x, st) || dst == NULL)
+        return run_local(x, st);
     switch ((xc_step_kind_t)st->kind) {
     case XC_STEP_COPY:
-        if (!xc_mem_on_device(md) && !xc_mem_on_device(ma))
-            break;
-        if (dst == NULL || a == NULL)
-            return run_local(x, st); /* reports the missing buffer */
+        if (a == NULL)
+            return run_local(x, st);
         if (dst == a)
             return XCOLL_OK;
-        *queued = 1;
-        {
-            xcoll_status_t rc = x->gpu->copy(dst, a, st->bytes, XC_GPU_Q_WORK);
-            return rc == XCOLL_OK ? gpu_fence(x, i, XC_GPU_Q_WORK) : rc;
-        }
-    case XC_STEP_REDUCE:
-        if (!xc_mem_on_device(md) && !xc_mem_on_device(ma) && !xc_mem_on_device(mb))
-            break;
-        if (dst == NULL || a == NULL || b == NULL)
-            return run_local(x, st);
-        *queued = 1;
-        return gpu_reduce(x, i, dst, md, a, ma, b, mb, st->bytes);
-    case XC_STEP_DIVIDE:
-        if (!xc_mem_on_device(md))
-            break;
-        if (dst == NULL)
-            return run_local(x, st);
-        *queued = 1;
-        {
-            xcoll_status_t rc = x->gpu->divide(dst, st->bytes / s->dsize, s->dtype, s->divisor,
-                                               XC_GPU_Q_WORK);
-            return rc == XCOLL_OK ? gpu_fence(x, i, XC_GPU_Q_WORK) : rc;
-        }
-    default:
+        rc = x->gpu->copy(dst, a, st->bytes, XC_GPU_Q_WORK);
         break;
+    case XC_STEP_REDUCE:
+        if (a == NULL || b == NULL)
+            return run_local(x, st);
+        *queued = 1;
+        return gpu_reduce(x, i, dst, mem_of(x, st->dst), a, mem_of(x, st->a), b,
+                          mem_of(x, st->b), st->bytes);
+    case XC_STEP_DIVIDE:
+        rc = x->gpu->divide(dst, st->bytes / s->dsize, s->dtype, s->divisor, XC_GPU_Q_WORK);
+        break;
+    default:
+        return run_local(x, st);
     }
-    return run_local(x, st);
+    *queued = 1;
+    return rc == XCOLL_OK ? gpu_fence(x, i, XC_GPU_Q_WORK) : rc;
 }
 
 static xcoll_status_t post_send(xc_exec_t *x, uint32_t i, const void *buf)
@@ -445,11 +455,10 @@ static xcoll_status_t gpu_after_net(xc_exec_t *x, uint32_t i, int *finished)
         if (!g->gpu_reduce)
             return run_local(x, st);
         *finished = 0;
-        if (g->stage != NULL)
-            return gpu_reduce(x, i, addr(x, st->dst), mem_of(x, st->dst), addr(x, st->a),
-                              mem_of(x, st->a), g->stage, XC_MEM_PINNED, st->bytes);
+        /* the kernel reads the message where it landed */
         return gpu_reduce(x, i, addr(x, st->dst), mem_of(x, st->dst), addr(x, st->a),
-                          mem_of(x, st->a), addr(x, st->b), mem_of(x, st->b), st->bytes);
+                          mem_of(x, st->a), g->stage != NULL ? g->stage : addr(x, st->b),
+                          g->stage != NULL ? XC_MEM_PINNED : mem_of(x, st->b), st->bytes);
     }
     return rc;
 }
@@ -477,14 +486,11 @@ static xcoll_status_t gpu_start_step(xc_exec_t *x, uint32_t i)
             rc = gpu_fence(x, i, XC_GPU_Q_D2H);
         break;
     case XC_STEP_RECV:
-    case XC_STEP_RECV_REDUCE: {
-        xc_ref_t land = st->kind == XC_STEP_RECV ? st->dst : st->b;
-        buf = addr(x, land);
+    case XC_STEP_RECV_REDUCE:
+        buf = addr(x, net_ref(st));
         if (st->kind == XC_STEP_RECV_REDUCE)
-            g->gpu_reduce = st->bytes > 0 && (xc_mem_on_device(mem_of(x, st->dst)) ||
-                                              xc_mem_on_device(mem_of(x, st->a)) ||
-                                              xc_mem_on_device(mem_of(x, st->b)));
-        if (st->bytes > 0 && !net_direct(x, mem_of(x, land))) {
+            g->gpu_reduce = st->bytes > 0 && touches_device(x, st);
+        if (st->bytes > 0 && !net_direct(x, mem_of(x, net_ref(st)))) {
             if ((buf = stage_get(x, i, st->bytes)) == NULL)
                 return XCOLL_ERR_NO_MEMORY;
         }
@@ -492,7 +498,6 @@ static xcoll_status_t gpu_start_step(xc_exec_t *x, uint32_t i)
         rc = x->tl->irecv(x->tl_comm, st->peer, tag_for(x, st, st->peer), buf, st->bytes,
                           &x->treq[i]);
         break;
-    }
     default:
         rc = gpu_run_local(x, i, &queued);
         if (rc == XCOLL_OK && !queued) {
@@ -589,24 +594,19 @@ xcoll_status_t xc_exec_gpu_reserve(xc_exec_t *x)
     return gpu_reserve(x);
 }
 
-xcoll_status_t xc_exec_use_gpu(xc_exec_t *x, const xc_gpu_backend_t *gpu, xc_memtype_t send_mem,
-                               xc_memtype_t recv_mem, void *gate, int reserve)
+static xcoll_status_t exec_use_gpu(xc_exec_t *x, const xc_exec_device_t *dev)
 {
     const xc_sched_t *s = x->sched;
     xc_memtype_t tmp_mem;
 
-    x->gpu = gpu;
-    x->gate = gate;
-    x->mem[XC_BUF_SEND] = (uint8_t)send_mem;
-    x->mem[XC_BUF_RECV] = (uint8_t)recv_mem;
+    x->gpu = dev->gpu;
+    x->mem[XC_BUF_SEND] = (uint8_t)dev->send_mem;
+    x->mem[XC_BUF_RECV] = (uint8_t)dev->recv_mem;
     x->tl_device = x->tl->device_memory != NULL && x->tl->device_memory(x->tl_comm);
     /* scratch lives where the transport can use it and a kernel can read
      * it: pinned host memory when staging, device memory otherwise */
     tmp_mem = x->tl_device ? XC_MEM_DEVICE : XC_MEM_PINNED;
     x->mem[XC_BUF_TMP] = (uint8_t)tmp_mem;
-    xc_block_put(x->tmp_owned);
-    x->tmp_owned = NULL;
-    x->buf[XC_BUF_TMP] = NULL;
     x->gstep = xc_block_get(s->nsteps * sizeof(xc_gpu_step_t) + 1, 1);
     if (x->gstep == NULL) {
         xc_error("out of memory: device state for a schedule of %u steps", s->nsteps);
@@ -619,7 +619,7 @@ xcoll_status_t xc_exec_use_gpu(xc_exec_t *x, const xc_gpu_backend_t *gpu, xc_mem
             return XCOLL_ERR_NO_MEMORY;
         x->buf[XC_BUF_TMP] = x->tmp_owned;
     }
-    return reserve ? gpu_reserve(x) : XCOLL_OK;
+    return dev->reserve ? gpu_reserve(x) : XCOLL_OK;
 }
 
 xcoll_status_t xc_exec_progress(xc_exec_t *x, int *progressed)

@@ -28,7 +28,7 @@ typedef struct xc_exec {
     xcoll_status_t status;     /* first error, or XCOLL_OK */
     uint64_t msgs_sent, bytes_sent; /* counted for the simulator's checks */
     size_t max_send;           /* largest message sent: decides the flush */
-    /* Device data (see xc_exec_use_gpu); gpu is NULL for a host exec. */
+    /* Device data (see xc_exec_init); gpu is NULL for a host exec. */
     const xc_gpu_backend_t *gpu;
     uint8_t mem[XC_BUF_COUNT]; /* xc_memtype_t of each buffer */
     int tl_device;             /* the transport takes device pointers */
@@ -36,26 +36,30 @@ typedef struct xc_exec {
     void *gate;                /* event: work the caller queued before the call */
 } xc_exec_t;
 
+/* How an exec runs on device data (see xc_exec_init). */
+typedef struct {
+    const xc_gpu_backend_t *gpu;
+    xc_memtype_t send_mem, recv_mem; /* the caller's buffers */
+    int reserve; /* take every staging and scratch block at init rather than
+                    as steps start: needed while a stream hold may be
+                    pending (see xc_gpu_holds_pending) */
+} xc_exec_device_t;
+
 /* Binds a schedule to buffers and a transport. bufs[XC_BUF_TMP] is ignored:
- * the engine allocates sched->tmp_bytes itself. */
+ * the engine allocates sched->tmp_bytes itself.
+ *
+ * dev NULL: a host exec. Otherwise x runs on device data: steps on device
+ * memory become copies and kernels on the GPU, and, unless the transport
+ * takes device pointers, messages from and to device memory go through
+ * pinned staging blocks; the scratch buffer is pinned (staged) or device
+ * memory. The caller may then set x->gate, an event (x takes it) that must
+ * complete before any step starts. */
 xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf, void *recvbuf,
                             const xc_transport_t *tl, void *tl_comm, uint32_t comm_id,
-                            uint32_t seq);
-
-/* Makes x run on device data: send_mem and recv_mem are the memory types
- * of the caller's buffers. Steps on device memory become copies and
- * kernels on the GPU, and, unless the transport takes device pointers,
- * messages from and to device memory go through pinned staging blocks;
- * the scratch buffer moves to pinned (staged) or device memory. gate, if
- * not NULL, is an event (the exec takes it) that must complete before
- * any step starts. reserve: take every staging and scratch block now
- * rather than as steps start (needed while a stream hold may be pending:
- * see xc_gpu_holds_pending). Call after xc_exec_init, before progress. */
-xcoll_status_t xc_exec_use_gpu(xc_exec_t *x, const xc_gpu_backend_t *gpu, xc_memtype_t send_mem,
-                               xc_memtype_t recv_mem, void *gate, int reserve);
+                            uint32_t seq, const xc_exec_device_t *dev);
 
 /* For a device exec: takes now the blocks of every step not yet started,
- * as xc_exec_use_gpu(reserve = 1) does; XCOLL_OK for a host exec. Called
+ * as xc_exec_device_t.reserve does at init; XCOLL_OK for a host exec. Called
  * for every outstanding exec before a stream hold is queued. */
 xcoll_status_t xc_exec_gpu_reserve(xc_exec_t *x);
 

@@ -63,12 +63,14 @@ const char *xc_gpu_describe(void)
 #endif
 }
 
-xc_memtype_t xc_gpu_memtype(const void *p)
+xc_memtype_t xc_gpu_memtype(const void *p, int *device)
 {
     const xc_gpu_backend_t *b = xc_gpu();
+    if (device != NULL)
+        *device = -1;
     if (b == NULL || p == NULL || p == XCOLL_IN_PLACE)
         return XC_MEM_HOST;
-    return b->memtype(p);
+    return b->memtype(p, device);
 }
 
 /* --- size-classed block pools ------------------------------------------- */

@@ -31,11 +31,13 @@ enum { XC_GPU_Q_D2H = 0, XC_GPU_Q_WORK = 1, XC_GPU_NQUEUES = 2 };
 
 typedef struct xc_gpu_backend {
     const char *name;  /* "cuda", "emulated" */
-    xc_memtype_t (*memtype)(const void *p);
-    /* Device work for a call whose device buffers include p goes to p's
-     * device: XCOLL_ERR_UNSUPPORTED (logged) if that is not the device
-     * the backend already works on (one device per process). */
-    xcoll_status_t (*bind)(const void *p);
+    /* The memory type of p; *device (if not NULL) gets the ordinal of
+     * the device that holds it, found by the same query. */
+    xc_memtype_t (*memtype)(const void *p, int *device);
+    /* Device work for a call on device `device`'s memory (-1: the current
+     * device) goes to that device: XCOLL_ERR_UNSUPPORTED (logged) if it is
+     * not the device the backend already works on (one per process). */
+    xcoll_status_t (*bind)(int device);
     xcoll_status_t (*dev_alloc)(void **p, size_t bytes);
     void (*dev_free)(void *p);
     /* pinned host memory the device can read and write (kernels take it
@@ -75,8 +77,9 @@ const xc_gpu_backend_t *xc_gpu(void);
  * Call before any communicator exists. */
 void xc_gpu_set_backend(const xc_gpu_backend_t *backend);
 
-/* The memory type of p: XC_MEM_HOST when there is no backend. */
-xc_memtype_t xc_gpu_memtype(const void *p);
+/* The memory type of p: XC_MEM_HOST when there is no backend. *device, if
+ * not NULL, gets the ordinal of the device holding p (-1 for host memory). */
+xc_memtype_t xc_gpu_memtype(const void *p, int *device);
 
 /* Pooled resources (gpu.c). Each get returns NULL (and logs) on failure. */
 void *xc_gpu_pinned_get(size_t bytes);

@@ -93,6 +93,7 @@ static xcoll_status_t locate_buffers(xcoll_comm_t comm, const char *what, const 
                                      int *on_gpu)
 {
     const xc_gpu_backend_t *gpu = xc_gpu();
+    int send_dev = -1, recv_dev = -1; /* -1 with XCOLL_MEMORY_CUDA: the current device */
     *ms = *mr = XC_MEM_HOST;
     *on_gpu = 0;
     if (gpu == NULL || comm->memory == XCOLL_MEMORY_HOST)
@@ -101,12 +102,12 @@ static xcoll_status_t locate_buffers(xcoll_comm_t comm, const char *what, const 
         *ms = sendbuf != NULL ? XC_MEM_DEVICE : XC_MEM_HOST;
         *mr = recvbuf != NULL ? XC_MEM_DEVICE : XC_MEM_HOST;
     } else {
-        *ms = xc_gpu_memtype(sendbuf);
-        *mr = xc_gpu_memtype(recvbuf);
+        *ms = xc_gpu_memtype(sendbuf, &send_dev);
+        *mr = xc_gpu_memtype(recvbuf, &recv_dev);
     }
     *on_gpu = xc_mem_on_device(*ms) || xc_mem_on_device(*mr);
     if (*on_gpu) {
-        xcoll_status_t rc = gpu->bind(xc_mem_on_device(*ms) ? sendbuf : recvbuf);
+        xcoll_status_t rc = gpu->bind(xc_mem_on_device(*ms) ? send_dev : recv_dev);
         if (rc != XCOLL_OK) {
             xc_error("%s: cannot use this buffer's device", what);
             return rc;
@@ -155,7 +156,7 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     struct xcoll_request_s *r = xc_block_get(sizeof(struct xcoll_request_s), 1);
     xcoll_status_t rc;
     uint32_t seq = p2p_tag < 0 ? comm->seq++ : 0;
-    xc_memtype_t ms, mr;
+    xc_exec_device_t dev;
     int on_gpu = 0;
 
     if (r == NULL) {
@@ -163,14 +164,13 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
         xc_sched_release(cs);
         return XCOLL_ERR_NO_MEMORY;
     }
+    rc = locate_buffers(comm, what, sendbuf, recvbuf, &dev.send_mem, &dev.recv_mem, &on_gpu);
+    dev.gpu = xc_gpu();
+    dev.reserve = stream != NULL || xc_gpu_holds_pending();
     /* the engine never writes through the send buffer's reference */
-    rc = xc_exec_init(&r->exec, &cs->sched, (void *)(uintptr_t)sendbuf, recvbuf, comm->tl,
-                      comm->tl_comm, comm->id, seq);
     if (rc == XCOLL_OK)
-        rc = locate_buffers(comm, what, sendbuf, recvbuf, &ms, &mr, &on_gpu);
-    if (rc == XCOLL_OK && on_gpu)
-        rc = xc_exec_use_gpu(&r->exec, xc_gpu(), ms, mr, NULL,
-                             stream != NULL || xc_gpu_holds_pending());
+        rc = xc_exec_init(&r->exec, &cs->sched, (void *)(uintptr_t)sendbuf, recvbuf, comm->tl,
+                          comm->tl_comm, comm->id, seq, on_gpu ? &dev : NULL);
     if (rc == XCOLL_OK && (stream != NULL || on_gpu))
         rc = order_on_stream(r, stream);
     if (rc != XCOLL_OK) {

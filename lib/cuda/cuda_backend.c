@@ -52,19 +52,27 @@ static void find_driver_query(void)
                  "through the runtime");
 }
 
-static xc_memtype_t cuda_memtype(const void *p)
+static xc_memtype_t cuda_memtype(const void *p, int *device)
 {
     struct cudaPointerAttributes at;
+    int unused;
+    if (device == NULL)
+        device = &unused;
+    *device = -1;
     if (g_pointer_attrs != NULL) {
         unsigned int type = 0, managed = 0;
-        CUpointer_attribute which[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                        CU_POINTER_ATTRIBUTE_IS_MANAGED};
-        void *data[2];
+        int ordinal = -1;
+        CUpointer_attribute which[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                        CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+        void *data[3];
         data[0] = &type;
         data[1] = &managed;
+        data[2] = &ordinal;
         /* unknown (host) memory: an error, or success with zeroed answers */
-        if (g_pointer_attrs(2, which, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+        if (g_pointer_attrs(3, which, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
             return XC_MEM_HOST;
+        *device = ordinal;
         if (managed)
             return XC_MEM_MANAGED;
         if (type == CU_MEMORYTYPE_DEVICE)
@@ -77,6 +85,7 @@ static xc_memtype_t cuda_memtype(const void *p)
         (void)cudaGetLastError();
         return XC_MEM_HOST;
     }
+    *device = at.device;
     switch (at.type) {
     case cudaMemoryTypeDevice:
         return XC_MEM_DEVICE;
@@ -91,31 +100,33 @@ static xc_memtype_t cuda_memtype(const void *p)
 
 /* The streams are created on the device of the first device buffer seen;
  * they are non-blocking so that a caller's stream held by a wait kernel
- * (or the legacy default stream behind it) never stalls them. */
-static xcoll_status_t cuda_bind(const void *p)
+ * (or the legacy default stream behind it) never stalls them. The device
+ * comes from the memory-type query, so a call costs one pointer query. */
+static xcoll_status_t cuda_bind(int device)
 {
-    struct cudaPointerAttributes at;
     int q, cur = -1;
-    if (check(cudaPointerGetAttributes(&at, p), "cudaPointerGetAttributes") != XCOLL_OK)
-        return XCOLL_ERR_INTERNAL;
-    if (g_device >= 0) {
-        if (at.device == g_device)
-            return XCOLL_OK;
-        xc_error("a buffer is on CUDA device %d, but this process already uses device %d: "
-                 "xcoll supports one device per process", at.device, g_device);
-        return XCOLL_ERR_UNSUPPORTED;
-    }
+    if (device >= 0 && device == g_device)
+        return XCOLL_OK;
     if (check(cudaGetDevice(&cur), "cudaGetDevice") != XCOLL_OK)
         return XCOLL_ERR_INTERNAL;
-    if (cur != at.device && check(cudaSetDevice(at.device), "cudaSetDevice") != XCOLL_OK)
+    if (device < 0)
+        device = cur;
+    if (g_device >= 0) {
+        if (device == g_device)
+            return XCOLL_OK;
+        xc_error("a buffer is on CUDA device %d, but this process already uses device %d: "
+                 "xcoll supports one device per process", device, g_device);
+        return XCOLL_ERR_UNSUPPORTED;
+    }
+    if (cur != device && check(cudaSetDevice(device), "cudaSetDevice") != XCOLL_OK)
         return XCOLL_ERR_INTERNAL;
     for (q = 0; q < XC_GPU_NQUEUES; q++) {
         if (check(cudaStreamCreateWithFlags(&g_queue[q], cudaStreamNonBlocking),
                   "cudaStreamCreateWithFlags") != XCOLL_OK)
             return XCOLL_ERR_INTERNAL;
     }
-    g_device = at.device;
-    if (cur != at.device)
+    g_device = device;
+    if (cur != device)
         (void)cudaSetDevice(cur);
     return XCOLL_OK;
 }

@@ -198,15 +198,18 @@ size_t emu_gpu_pending(void)
 
 /* --- the backend -------------------------------------------------------------- */
 
-static xc_memtype_t emu_memtype(const void *p)
+/* One emulated device, ordinal 0. */
+static xc_memtype_t emu_memtype(const void *p, int *device)
 {
     region_t *r = region_of(p);
+    if (device != NULL)
+        *device = r == NULL ? -1 : 0;
     return r == NULL ? XC_MEM_HOST : r->type;
 }
 
-static xcoll_status_t emu_bind(const void *p)
+static xcoll_status_t emu_bind(int device)
 {
-    return region_of(p) != NULL ? XCOLL_OK : XCOLL_ERR_INTERNAL;
+    return device <= 0 ? XCOLL_OK : XCOLL_ERR_UNSUPPORTED;
 }
 
 /* CUDA may make an allocation wait for all device work; with a stream
@@ -251,7 +254,7 @@ static xcoll_status_t emu_copy(void *dst, const void *src, size_t bytes, int q)
 static void check_kernel_operand(const void *p)
 {
     /* a GPU cannot read pageable host memory: the engine must not ask */
-    if (emu_memtype(p) == XC_MEM_HOST)
+    if (emu_memtype(p, NULL) == XC_MEM_HOST)
         die("a kernel was given pageable host memory as an operand");
 }
 

@@ -855,6 +855,7 @@ static void run_case(const case_t *c)
     int64_t want_bytes;
     uint64_t bytes = 0, sent = 0, recvd = 0;
     xcoll_status_t st;
+    xc_exec_device_t dev;
 
     if (s == NULL || x == NULL || b == NULL || ip == NULL || w == NULL) {
         fprintf(stderr, "test_sim: out of memory\n");
@@ -912,10 +913,12 @@ static void run_case(const case_t *c)
         void *send = b[r].send, *recv = b[r].recv;
         if (gpu_mode)
             gpu_buffers_in(c, &b[r], &send, &recv);
-        st = xc_exec_init(&x[r], &s[r], send, recv, &lb_transport, lb_comm(w, r), 1, seq);
-        if (st == XCOLL_OK && gpu_mode)
-            st = xc_exec_use_gpu(&x[r], emu_gpu_backend(), xc_gpu_memtype(send),
-                                 xc_gpu_memtype(recv), NULL, seq % 2);
+        dev.gpu = emu_gpu_backend();
+        dev.send_mem = xc_gpu_memtype(send, NULL);
+        dev.recv_mem = xc_gpu_memtype(recv, NULL);
+        dev.reserve = seq % 2;
+        st = xc_exec_init(&x[r], &s[r], send, recv, &lb_transport, lb_comm(w, r), 1, seq,
+                          gpu_mode ? &dev : NULL);
         if (st != XCOLL_OK) {
             report(c, 0, "rank %d: xc_exec_init: %s", r, xcoll_strerror(st));
             ok = 0;

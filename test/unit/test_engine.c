@@ -61,7 +61,7 @@ static int world_bind(world_t *W, void *const *send, void *const *recv)
             continue;
         }
         if (xc_exec_init(&W->x[r], &W->s[r], send ? send[r] : NULL, recv ? recv[r] : NULL,
-                         &lb_transport, lb_comm(W->w, r), 7, 1) == XCOLL_OK)
+                         &lb_transport, lb_comm(W->w, r), 7, 1, NULL) == XCOLL_OK)
             W->inited[r] = 1;
         else
             ok = 0;
