@@ -25,6 +25,7 @@
 #include "xcoll.h"
 
 #define CHECK_MAX_PRINTED 30
+#define CHECK_RNG_SEED 0x2545f4914f6cdd1dull
 #include "../unit/check.h"
 
 /* A CUDA call the test itself needs (allocation, copies): failing it is
@@ -37,16 +38,6 @@
             exit(1);                                                                         \
         }                                                                                    \
     } while (0)
-
-/* xorshift64*: deterministic, so a failure reproduces. */
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static uint64_t rnd64(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
-}
 
 static void sleep_ms(long ms)
 {

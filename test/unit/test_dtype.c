@@ -14,17 +14,8 @@
 #include "dtype.h"
 #include "xcoll.h"
 
+#define CHECK_RNG_SEED 0x9e3779b97f4a7c15ull
 #include "check.h"
-
-/* xorshift64*: deterministic, so a failure reproduces. */
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd64(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
-}
 
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }

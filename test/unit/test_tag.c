@@ -10,16 +10,8 @@
 #include "tag.h"
 #include "xcoll.h"
 
+#define CHECK_RNG_SEED 0x243f6a8885a308d3ull
 #include "check.h"
-
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-static uint64_t rnd64(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
-}
 
 #define SEQ_MAX  ((1u << XC_TAG_SEQ_BITS) - 1)
 #define SLOT_MAX ((1u << XC_TAG_SLOT_BITS) - 1)
