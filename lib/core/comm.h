@@ -66,7 +66,7 @@ void xc_sched_release(xc_cached_sched_t *cs);
 /* Starts a request running cs on comm (takes over the reference to cs).
  * p2p_tag < 0 for a collective (consumes a sequence number). stream: the
  * caller's CUDA stream or NULL (only with a GPU backend). Buffers on a
- * device make the request run on the GPU (xc_exec_use_gpu). */
+ * device make the request run on the GPU (xc_exec_init with a device). */
 xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const char *what,
                                const void *sendbuf, void *recvbuf, int p2p_tag, void *stream,
                                xcoll_request_t *req);
