@@ -242,12 +242,17 @@ static xcoll_status_t emu_alloc_pinned(void **p, size_t bytes)
     return XCOLL_OK;
 }
 
-static xcoll_status_t emu_copy(void *dst, const void *src, size_t bytes, int q)
+static void push_copy(queue_t *q, void *dst, const void *src, size_t bytes)
 {
-    op_t *o = push(&g_queues[q], OP_COPY);
+    op_t *o = push(q, OP_COPY);
     o->dst = dst;
     o->a = src;
     o->bytes = bytes;
+}
+
+static xcoll_status_t emu_copy(void *dst, const void *src, size_t bytes, int q)
+{
+    push_copy(&g_queues[q], dst, src, bytes);
     return XCOLL_OK;
 }
 
@@ -430,10 +435,7 @@ void emu_stream_destroy(void *stream)
 
 void emu_stream_copy(void *stream, void *dst, const void *src, size_t bytes)
 {
-    op_t *o = push((queue_t *)stream, OP_COPY);
-    o->dst = dst;
-    o->a = src;
-    o->bytes = bytes;
+    push_copy(stream, dst, src, bytes);
 }
 
 int emu_stream_sync(void *stream)
