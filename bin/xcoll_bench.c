@@ -16,8 +16,8 @@
  * exits non-zero if any result was wrong or any call failed. */
 #include <mpi.h>
 #include "xcoll.h"
+#include "bench_util.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,51 +50,8 @@ static void usage(FILE *f)
             "A call that makes no progress for 120 s (or XCOLL_TIMEOUT) fails the run.\n");
 }
 
-static int parse_size(const char *s, size_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno != 0 || end == s || v < 0)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v *= 1024.0; end++; break;
-    case 'm': case 'M': v *= 1024.0 * 1024.0; end++; break;
-    case 'g': case 'G': v *= 1024.0 * 1024.0 * 1024.0; end++; break;
-    default: break;
-    }
-    if (*end != '\0' || v > 1e15)
-        return -1;
-    *out = (size_t)v;
-    return 0;
-}
 
-/* Types and ops both libraries have. */
-static MPI_Datatype mpi_dtype(xcoll_dtype_t d)
-{
-    switch (d) {
-    case XCOLL_INT8: return MPI_INT8_T;
-    case XCOLL_UINT8: return MPI_UINT8_T;
-    case XCOLL_INT32: return MPI_INT32_T;
-    case XCOLL_UINT32: return MPI_UINT32_T;
-    case XCOLL_INT64: return MPI_INT64_T;
-    case XCOLL_UINT64: return MPI_UINT64_T;
-    case XCOLL_FLOAT32: return MPI_FLOAT;
-    case XCOLL_FLOAT64: return MPI_DOUBLE;
-    default: return MPI_DATATYPE_NULL;
-    }
-}
 
-static MPI_Op mpi_op(xcoll_op_t op)
-{
-    switch (op) {
-    case XCOLL_SUM: return MPI_SUM;
-    case XCOLL_PROD: return MPI_PROD;
-    case XCOLL_MIN: return MPI_MIN;
-    case XCOLL_MAX: return MPI_MAX;
-    default: return MPI_OP_NULL;
-    }
-}
 
 /* Small integers: exact in every type, in any order, for up to ~40 ranks
  * even in int8 (sum), and products stay 1. */
@@ -122,20 +79,6 @@ static int64_t expected(xcoll_op_t op, size_t i)
     return acc;
 }
 
-static void store(xcoll_dtype_t d, void *buf, size_t i, int64_t v)
-{
-    switch (d) {
-    case XCOLL_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case XCOLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case XCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case XCOLL_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case XCOLL_INT64: ((int64_t *)buf)[i] = v; break;
-    case XCOLL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case XCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case XCOLL_FLOAT64: ((double *)buf)[i] = (double)v; break;
-    default: break;
-    }
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -170,8 +113,8 @@ static int parse_args(int argc, char **argv, options_t *o)
     int c;
     while ((c = getopt(argc, argv, "b:e:f:n:w:c:d:o:h")) != -1) {
         switch (c) {
-        case 'b': if (parse_size(optarg, &o->min_bytes)) return -1; break;
-        case 'e': if (parse_size(optarg, &o->max_bytes)) return -1; break;
+        case 'b': if (bench_parse_size(optarg, &o->min_bytes)) return -1; break;
+        case 'e': if (bench_parse_size(optarg, &o->max_bytes)) return -1; break;
         case 'f': o->factor = atof(optarg); if (o->factor <= 1.0) return -1; break;
         case 'n': o->iters = atoi(optarg); if (o->iters < 1) return -1; break;
         case 'w': o->warmup = atoi(optarg); if (o->warmup < 0) return -1; break;
@@ -180,7 +123,7 @@ static int parse_args(int argc, char **argv, options_t *o)
             int found = 0;
             for (int d = 0; d < XCOLL_DTYPE_COUNT; d++)
                 if (strcmp(optarg, xcoll_dtype_name((xcoll_dtype_t)d)) == 0 &&
-                    mpi_dtype((xcoll_dtype_t)d) != MPI_DATATYPE_NULL) {
+                    bench_mpi_dtype((xcoll_dtype_t)d, 1) != MPI_DATATYPE_NULL) {
                     o->dtype = (xcoll_dtype_t)d;
                     found = 1;
                 }
@@ -189,9 +132,9 @@ static int parse_args(int argc, char **argv, options_t *o)
         }
         case 'o': {
             int found = 0;
-            for (int p = 0; p < XCOLL_OP_COUNT; p++)
-                if (strcmp(optarg, xcoll_op_name((xcoll_op_t)p)) == 0 &&
-                    mpi_op((xcoll_op_t)p) != MPI_OP_NULL) {
+            /* the ops expected() knows: sum, prod, min, max */
+            for (int p = XCOLL_SUM; p <= XCOLL_MAX; p++)
+                if (strcmp(optarg, xcoll_op_name((xcoll_op_t)p)) == 0) {
                     o->op = (xcoll_op_t)p;
                     found = 1;
                 }
@@ -246,8 +189,8 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     for (size_t i = 0; i < max_count; i++) {
-        store(o.dtype, send, i, input(o.op, rank, i));
-        store(o.dtype, exp, i, expected(o.op, i));
+        bench_store(o.dtype, send, i, input(o.op, rank, i));
+        bench_store(o.dtype, exp, i, expected(o.op, i));
     }
 
     double bus_factor = size > 1 ? 2.0 * (size - 1) / size : 0.0;
@@ -299,7 +242,8 @@ int main(int argc, char **argv)
 
             MPI_Barrier(MPI_COMM_WORLD);
             t0 = MPI_Wtime();
-            MPI_Allreduce(send, mrecv, (int)count, mpi_dtype(o.dtype), mpi_op(o.op),
+            MPI_Allreduce(send, mrecv, (int)count, bench_mpi_dtype(o.dtype, 1),
+                          bench_mpi_op(o.op),
                           MPI_COMM_WORLD);
             t = max_over_ranks(MPI_Wtime() - t0);
             if (it >= 0)

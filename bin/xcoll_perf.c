@@ -39,6 +39,7 @@
 #endif
 #include <mpi.h>
 #include "xcoll.h"
+#include "bench_util.h"
 #include "perf_plot.h"
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -172,25 +173,17 @@ static void usage(FILE *f)
         "Exit status: 0 all good, 1 a wrong result or a failed call, 2 bad usage.\n");
 }
 
+/* Sizes as xcoll-bench takes them, plus an optional trailing B ("4KB"). */
 static int parse_size(const char *s, size_t *out)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno != 0 || end == s || v < 0)
+    char buf[64];
+    size_t n = strlen(s);
+    if (n >= sizeof(buf))
         return -1;
-    switch (*end) {
-    case 'k': case 'K': v *= 1024.0; end++; break;
-    case 'm': case 'M': v *= 1024.0 * 1024.0; end++; break;
-    case 'g': case 'G': v *= 1024.0 * 1024.0 * 1024.0; end++; break;
-    default: break;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end != '\0' || v > 1e15)
-        return -1;
-    *out = (size_t)v;
-    return 0;
+    memcpy(buf, s, n + 1);
+    if (n > 0 && (buf[n - 1] == 'B' || buf[n - 1] == 'b'))
+        buf[n - 1] = '\0';
+    return bench_parse_size(buf, out);
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -443,37 +436,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
 
 /* --- the MPI side ----------------------------------------------------------------- */
 
-/* MPI's type for the same bytes; for reductions only where MPI can reduce it. */
-static MPI_Datatype mpi_dtype(xcoll_dtype_t d, int reduces)
-{
-    switch (d) {
-    case XCOLL_INT8: return MPI_INT8_T;
-    case XCOLL_UINT8: return MPI_UINT8_T;
-    case XCOLL_INT32: return MPI_INT32_T;
-    case XCOLL_UINT32: return MPI_UINT32_T;
-    case XCOLL_INT64: return MPI_INT64_T;
-    case XCOLL_UINT64: return MPI_UINT64_T;
-    case XCOLL_FLOAT32: return MPI_FLOAT;
-    case XCOLL_FLOAT64: return MPI_DOUBLE;
-    case XCOLL_FLOAT16:
-    case XCOLL_BFLOAT16: return reduces ? MPI_DATATYPE_NULL : MPI_UINT16_T;
-    default: return MPI_DATATYPE_NULL;
-    }
-}
 
-static MPI_Op mpi_op(xcoll_op_t op)
-{
-    switch (op) {
-    case XCOLL_SUM: return MPI_SUM;
-    case XCOLL_PROD: return MPI_PROD;
-    case XCOLL_MIN: return MPI_MIN;
-    case XCOLL_MAX: return MPI_MAX;
-    case XCOLL_BAND: return MPI_BAND;
-    case XCOLL_BOR: return MPI_BOR;
-    case XCOLL_BXOR: return MPI_BXOR;
-    default: return MPI_OP_NULL; /* avg: MPI has none */
-    }
-}
 
 /* --- one call ------------------------------------------------------------------------ */
 
@@ -537,15 +500,15 @@ static int mpi_can(const call_t *c)
 {
     if (c->count * (size_t)nranks > INT_MAX)
         return 0;
-    if (mpi_dtype(c->dtype, colls[c->coll].reduces) == MPI_DATATYPE_NULL)
+    if (bench_mpi_dtype(c->dtype, colls[c->coll].reduces) == MPI_DATATYPE_NULL)
         return 0;
-    return !colls[c->coll].reduces || mpi_op(c->op) != MPI_OP_NULL;
+    return !colls[c->coll].reduces || bench_mpi_op(c->op) != MPI_OP_NULL;
 }
 
 static int call_mpi(const call_t *c)
 {
-    MPI_Datatype t = mpi_dtype(c->dtype, colls[c->coll].reduces);
-    MPI_Op op = colls[c->coll].reduces ? mpi_op(c->op) : MPI_OP_NULL;
+    MPI_Datatype t = bench_mpi_dtype(c->dtype, colls[c->coll].reduces);
+    MPI_Op op = colls[c->coll].reduces ? bench_mpi_op(c->op) : MPI_OP_NULL;
     int n = (int)c->count, is_root = rank == c->root;
     const void *snd = c->inplace ? MPI_IN_PLACE : sbuf;
     switch (c->coll) {
@@ -632,52 +595,14 @@ static int64_t a2a_value(int src, int dst, size_t k)
     return (int64_t)(((size_t)src * 13 + (size_t)dst * 5 + k) % 97);
 }
 
-/* Exact for the small integers above: float16 keeps 11 significant bits. */
-static uint16_t float16_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof(b));
-    uint16_t sign = (uint16_t)((b >> 16) & 0x8000);
-    if ((b & 0x7fffffff) == 0)
-        return sign;
-    int e = (int)((b >> 23) & 0xff) - 127 + 15;
-    if (e >= 31)
-        return sign | 0x7c00; /* never reached by our inputs; infinity */
-    if (e <= 0)
-        return sign;
-    return (uint16_t)(sign | (uint16_t)(e << 10) | (uint16_t)((b >> 13) & 0x3ff));
-}
 
-static uint16_t bfloat16_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof(b));
-    b += 0x7fff + ((b >> 16) & 1); /* round to nearest even, as xcoll does */
-    return (uint16_t)(b >> 16);
-}
 
-static void store(xcoll_dtype_t d, void *buf, size_t i, int64_t v)
-{
-    switch (d) {
-    case XCOLL_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case XCOLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case XCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case XCOLL_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case XCOLL_INT64: ((int64_t *)buf)[i] = v; break;
-    case XCOLL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case XCOLL_FLOAT16: ((uint16_t *)buf)[i] = float16_bits((float)v); break;
-    case XCOLL_BFLOAT16: ((uint16_t *)buf)[i] = bfloat16_bits((float)v); break;
-    case XCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case XCOLL_FLOAT64: ((double *)buf)[i] = (double)v; break;
-    default: break;
-    }
-}
 
 /* 1 if element i of buf holds v in type d, bit for bit. */
 static int holds(xcoll_dtype_t d, const void *buf, size_t i, int64_t v, size_t es)
 {
     unsigned char want[8];
-    store(d, want, 0, v);
+    bench_store(d, want, 0, v);
     return memcmp((const char *)buf + i * es, want, es) == 0;
 }
 
@@ -714,41 +639,41 @@ static void prepare(const call_t *c)
     case C_ALLREDUCE:
     case C_REDUCE:
         for (k = 0; k < n; k++)
-            store(d, in, k, red_input(c->op, rank, k));
+            bench_store(d, in, k, red_input(c->op, rank, k));
         break;
     case C_REDUCE_SCATTER:
         for (k = 0; k < n * (size_t)nranks; k++)
-            store(d, in, k, red_input(c->op, rank, k));
+            bench_store(d, in, k, red_input(c->op, rank, k));
         break;
     case C_ALLGATHER:
         for (k = 0; k < n; k++)
-            store(d, c->inplace ? rhost + (size_t)rank * n * c->es : shost, k,
+            bench_store(d, c->inplace ? rhost + (size_t)rank * n * c->es : shost, k,
                   data_value(rank, k, 0));
         break;
     case C_GATHER:
         for (k = 0; k < n; k++)
-            store(d, c->inplace && is_root ? rhost + (size_t)rank * n * c->es : shost, k,
+            bench_store(d, c->inplace && is_root ? rhost + (size_t)rank * n * c->es : shost, k,
                   data_value(rank, k, 0));
         break;
     case C_BCAST:
         if (is_root)
             for (k = 0; k < n; k++)
-                store(d, rhost, k, data_value(c->root, k, 1));
+                bench_store(d, rhost, k, data_value(c->root, k, 1));
         break;
     case C_ALLTOALL:
         for (j = 0; j < (size_t)nranks; j++)
             for (k = 0; k < n; k++)
-                store(d, in, j * n + k, a2a_value(rank, (int)j, k));
+                bench_store(d, in, j * n + k, a2a_value(rank, (int)j, k));
         break;
     case C_SCATTER:
         if (is_root)
             for (j = 0; j < (size_t)nranks; j++)
                 for (k = 0; k < n; k++)
-                    store(d, shost, j * n + k, data_value((int)j, k, c->root));
+                    bench_store(d, shost, j * n + k, data_value((int)j, k, c->root));
         break;
     case C_SENDRECV:
         for (k = 0; k < n; k++)
-            store(d, shost, k, data_value(rank, k, 2));
+            bench_store(d, shost, k, data_value(rank, k, 2));
         break;
     default: break;
     }
