@@ -35,10 +35,14 @@ extern "C" {
 #define XCOLL_VERSION_MINOR 1
 #define XCOLL_VERSION_PATCH 0
 
-/* Statuses. XCOLL_INPROGRESS is only ever returned by xcoll_test(). */
+/* Statuses. XCOLL_INPROGRESS is only ever returned by xcoll_test(); XCOLL_DECLINED
+ * only on a communicator created with xcoll_config_t.fallback set. */
 typedef enum {
     XCOLL_OK                 =   0,
     XCOLL_INPROGRESS         =   1,
+    XCOLL_DECLINED           =   2, /* not an error: the selection table hands this call to the
+                                       caller's own implementation (xcoll_config_t.fallback);
+                                       nothing was posted */
     XCOLL_ERR_INVALID_ARG    =  -1, /* NULL pointer, bad peer, bad count... */
     XCOLL_ERR_INVALID_DTYPE  =  -2, /* not an xcoll_dtype_t */
     XCOLL_ERR_INVALID_OP     =  -3, /* not an xcoll_op_t, or bitwise op on a float type */
@@ -111,6 +115,20 @@ typedef struct {
      * else XCOLL_MEMORY_AUTO. XCOLL_MEMORY_CUDA without a usable CUDA
      * device makes xcoll_comm_create fail with XCOLL_ERR_UNSUPPORTED. */
     xcoll_memory_t memory;
+    /* Selection rules in the XCOLL_TUNE grammar (docs/TUNING.md), applied
+     * after the built-in defaults and before XCOLL_TUNE_FILE and XCOLL_TUNE;
+     * rules_source names them in logs and errors ("drop-in defaults").
+     * Read during xcoll_comm_create only. Default NULL: none. */
+    const char *rules;
+    const char *rules_source;
+    /* 1: the caller can run any call itself (the MPI drop-ins hand it to
+     * MPI). A call whose selection rule picks the pseudo-algorithm "mpi"
+     * then returns XCOLL_DECLINED without posting anything (no sequence
+     * number is used, so ranks stay in step as long as all decline the
+     * same calls: the rules depend only on collective, rank count and
+     * message size). 0 (default): "mpi" is skipped like a declining
+     * algorithm. */
+    int fallback;
 } xcoll_config_t;
 
 /* A launcher-neutral way to build a communicator: this process's rank, the
@@ -123,6 +141,61 @@ typedef struct {
     int (*allgather)(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx);
     void *ctx;
 } xcoll_bootstrap_t;
+
+/* The collectives, numbered as xcoll_start() and xcoll_collective_name()
+ * take them. */
+typedef enum {
+    XCOLL_COLL_ALLREDUCE = 0,
+    XCOLL_COLL_BCAST,
+    XCOLL_COLL_REDUCE,
+    XCOLL_COLL_ALLGATHER,
+    XCOLL_COLL_REDUCE_SCATTER,
+    XCOLL_COLL_ALLTOALL,
+    XCOLL_COLL_GATHER,
+    XCOLL_COLL_SCATTER,
+    XCOLL_COLL_BARRIER,
+    XCOLL_COLL_COUNT
+} xcoll_coll_t;
+
+/* A buffer that is not one contiguous range of memory (an MPI derived
+ * datatype, say). xcoll sees it as `bytes` bytes in a fixed order, the
+ * packed stream, and never touches its memory: pack() copies a range of
+ * the stream out of the buffer, unpack() copies bytes into a range of it.
+ * Both are called on the calling thread from inside xcoll calls, with
+ * len > 0 and offset + len <= bytes; ranges come in any order, overlap
+ * only when a reduction reads what it wrote before, and are each a small
+ * part of the message when the algorithm cuts it into segments (staging
+ * memory is what is in flight, not the whole buffer). They return 0 on
+ * success; anything else fails the call with XCOLL_ERR_INVALID_ARG. The
+ * layout and its ctx must stay valid until the call completes. */
+typedef struct {
+    size_t bytes;
+    int (*pack)(void *ctx, size_t offset, void *dst, size_t len);
+    int (*unpack)(void *ctx, size_t offset, const void *src, size_t len);
+    void *ctx;
+} xcoll_layout_t;
+
+/* Any collective, described as data (what xcoll_start takes). Fields are
+ * those of the collective's own call below; unused ones are ignored. */
+typedef struct {
+    xcoll_coll_t coll;
+    const void *sendbuf;      /* XCOLL_IN_PLACE as in the collective's own call */
+    void *recvbuf;            /* for scatter: (void *)XCOLL_IN_PLACE at the root */
+    size_t count;
+    xcoll_dtype_t dtype;
+    xcoll_op_t op;            /* reductions */
+    int root;                 /* bcast, reduce, gather, scatter */
+    void *stream;             /* NULL, or a cudaStream_t */
+    /* Not NULL: that side of the call is read (send) or written (recv)
+     * through the layout, whose bytes must be exactly what the collective
+     * moves there (count elements, times the ranks for the whole-buffer
+     * sides), and the buffer pointer is ignored, except that
+     * XCOLL_IN_PLACE still means in place. Host memory only (a stream or
+     * a device buffer with a layout is XCOLL_ERR_UNSUPPORTED); in place
+     * is only ever XCOLL_IN_PLACE then, never equal pointers. */
+    const xcoll_layout_t *send_layout;
+    const xcoll_layout_t *recv_layout;
+} xcoll_args_t;
 
 /* --- Library ------------------------------------------------------------ */
 
@@ -151,12 +224,15 @@ const char *xcoll_build_info(void);
 
 /* Name of collective i ("allreduce", "bcast", "reduce", "allgather",
  * "reduce_scatter", "alltoall", "gather", "scatter", "barrier" for
- * i = 0..8), or NULL past the last: the names XCOLL_TUNE uses. */
+ * i = 0..8, the xcoll_coll_t values), or NULL past the last: the names
+ * XCOLL_TUNE uses. */
 const char *xcoll_collective_name(int coll);
 
 /* Name of algorithm i (0, 1, ...) of collective coll, or NULL past the
  * last. This is also the fallback order once a selection rule's own
- * candidates have declined a call. */
+ * candidates have declined a call. The pseudo-algorithm "mpi" (hand the
+ * call back to the caller: xcoll_config_t.fallback), valid in rules for
+ * every collective, is not in this list. */
 const char *xcoll_algorithm_name(int coll, int i);
 
 /* The selection table a communicator created now would use: the built-in
@@ -291,6 +367,21 @@ xcoll_status_t xcoll_iscatter(const void *sendbuf, void *recvbuf, size_t count,
 /* Returns on a rank only after every rank has entered the barrier. */
 xcoll_status_t xcoll_barrier(xcoll_comm_t comm);
 xcoll_status_t xcoll_ibarrier(xcoll_comm_t comm, xcoll_request_t *req);
+
+/* Posts the collective args describes, as its xcoll_i* form would, plus
+ * what only this form offers: non-contiguous buffers (send_layout,
+ * recv_layout). On a communicator with xcoll_config_t.fallback it may
+ * return XCOLL_DECLINED: nothing is posted, *req is NULL, and the caller
+ * runs the call itself. */
+xcoll_status_t xcoll_start(const xcoll_args_t *args, xcoll_comm_t comm, xcoll_request_t *req);
+
+/* On a communicator with xcoll_config_t.fallback: sets *declined to 1 if
+ * xcoll_start would return XCOLL_DECLINED for this call, else 0. Only
+ * args->coll, count, dtype, op and root are read (the decision never
+ * depends on buffers or in-place), so a caller can ask before it prepares
+ * them; answers are remembered per communicator, a repeated question
+ * costs a table lookup. On other communicators *declined is always 0. */
+xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *declined);
 
 /* --- Point to point ---------------------------------------------------------
  * A send matches the recv on peer with the same tag (0 <= tag <

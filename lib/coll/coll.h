@@ -48,6 +48,7 @@ typedef struct {
     xcoll_op_t op;       /* reductions only */
     int root;            /* rooted collectives only */
     int in_place;
+    int fallback;        /* the caller can run the call itself: "mpi" declines it */
     const struct xc_topo *topo; /* which ranks share a node (lib/core/topo.h); may be NULL */
 } xc_coll_args_t;
 
@@ -121,13 +122,19 @@ xcoll_status_t hier_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 /* select.c: every algorithm, and the choice for one call. */
 extern const xc_algo_t xc_algorithms[];
 extern const size_t xc_num_algorithms;
+/* The pseudo-algorithm "mpi" of every collective: it builds nothing; a
+ * call it is chosen for goes back to the caller (XCOLL_DECLINED) when the
+ * caller has a fallback, and is skipped otherwise. Not in xc_algorithms. */
+extern const xc_algo_t xc_algo_mpi;
 const xc_algo_t *xc_algo_find(xc_coll_t coll, const char *name);
 
 /* Builds the schedule for one call: the candidates of the rule in tune
  * (tune.h; NULL: the built-in defaults) that covers the call, then the
  * collective's other algorithms in table order; the first that accepts
  * wins. *s is initialised here and s->algo names the algorithm; why (if
- * not NULL) gets the rule that chose it and what declined, for the log. */
+ * not NULL) gets the rule that chose it and what declined, for the log.
+ * XCOLL_DECLINED (s left empty) when the candidate reached is "mpi" and
+ * a->fallback is set. */
 struct xc_tune;
 xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a,
                                    const struct xc_tune *tune, char *why, size_t whylen);

@@ -58,6 +58,8 @@ const xc_algo_t xc_algorithms[] = {
 };
 const size_t xc_num_algorithms = sizeof(xc_algorithms) / sizeof(xc_algorithms[0]);
 
+const xc_algo_t xc_algo_mpi = {"mpi", XC_COLL_COUNT, NULL};
+
 const char *xc_coll_name(xc_coll_t coll)
 {
     static const char *names[XC_COLL_COUNT] = {"allreduce", "bcast",   "reduce",
@@ -69,6 +71,8 @@ const char *xc_coll_name(xc_coll_t coll)
 const xc_algo_t *xc_algo_find(xc_coll_t coll, const char *name)
 {
     size_t i;
+    if (strcmp(name, xc_algo_mpi.name) == 0 && (unsigned)coll < XC_COLL_COUNT)
+        return &xc_algo_mpi;
     for (i = 0; i < xc_num_algorithms; i++)
         if (xc_algorithms[i].coll == coll && strcmp(xc_algorithms[i].name, name) == 0)
             return &xc_algorithms[i];
@@ -108,6 +112,7 @@ xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a, const
     xcoll_status_t rc;
     int c;
 
+    memset(s, 0, sizeof(*s));
     if (tune == NULL)
         tune = xc_tune_builtin();
     rule = xc_tune_match(tune, a->coll, a->size, xc_tune_message_bytes(a));
@@ -123,7 +128,17 @@ xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a, const
 
     for (c = 0; rule != NULL && c < rule->ncandidates; c++) {
         const xc_algo_t *al = rule->candidates[c];
-        size_t idx = (size_t)(al - xc_algorithms);
+        size_t idx;
+        if (al == &xc_algo_mpi) {
+            if (a->fallback) {
+                if (why != NULL)
+                    snprintf(why, whylen, "%s%s%s", rule_text, nd ? "; declined: " : "",
+                             declined);
+                return XCOLL_DECLINED;
+            }
+            continue; /* no one to hand it to: the next candidate */
+        }
+        idx = (size_t)(al - xc_algorithms);
         if (tried[idx])
             continue;
         tried[idx] = 1;
@@ -202,7 +217,7 @@ xcoll_status_t xcoll_tune_table(int nranks, char *buf, size_t len, size_t *neede
                                                     : "buf is NULL with a non-zero length");
         return XCOLL_ERR_INVALID_ARG;
     }
-    rc = xc_tune_load(&t, buf, len);
+    rc = xc_tune_load(&t, NULL, NULL, buf, len);
     if (rc != XCOLL_OK) {
         if (needed != NULL)
             *needed = buf != NULL ? strlen(buf) + 1 : 0;

@@ -146,6 +146,8 @@ static void known_algorithms(xc_coll_t coll, char *buf, size_t len)
     for (i = 0; i < xc_num_algorithms && n < len; i++)
         if (xc_algorithms[i].coll == coll)
             n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", xc_algorithms[i].name);
+    if (n < len)
+        snprintf(buf + n, len - n, "%smpi", n ? ", " : "");
 }
 
 /* size := digits [k|m|g] | inf. inf_ok: whether "inf" may stand here. */
@@ -422,7 +424,8 @@ static xcoll_status_t read_file(const char *path, char **out, char *err, size_t 
     return XCOLL_OK;
 }
 
-xcoll_status_t xc_tune_load(xc_tune_t **out, char *err, size_t errlen)
+xcoll_status_t xc_tune_load(xc_tune_t **out, const char *rules, const char *rules_source,
+                            char *err, size_t errlen)
 {
     char msg[512], source[300];
     const char *path, *env;
@@ -442,6 +445,11 @@ xcoll_status_t xc_tune_load(xc_tune_t **out, char *err, size_t errlen)
         xc_error("the built-in selection table is invalid: %s", msg);
         rc = XCOLL_ERR_INTERNAL;
         goto out;
+    }
+    if (rules != NULL) {
+        snprintf(source, sizeof(source), "%s", rules_source != NULL ? rules_source : "rules");
+        if ((rc = xc_tune_parse(t, rules, source, msg, sizeof(msg))) != XCOLL_OK)
+            goto out;
     }
     path = getenv("XCOLL_TUNE_FILE");
     if (path != NULL && *path != '\0') {

@@ -50,11 +50,14 @@ extern const char xc_tune_defaults[];
 xcoll_status_t xc_tune_parse(xc_tune_t *t, const char *text, const char *source, char *err,
                              size_t errlen);
 
-/* The table a new communicator uses: the defaults, then the file named by
- * XCOLL_TUNE_FILE, then XCOLL_TUNE. A malformed or unreadable override
- * is logged (with its position) and gives XCOLL_ERR_INVALID_ARG; the
- * message also goes to err when err is not NULL. */
-xcoll_status_t xc_tune_load(xc_tune_t **out, char *err, size_t errlen);
+/* The table a new communicator uses: the defaults, then rules (the
+ * caller's, xcoll_config_t.rules, named rules_source; may be NULL), then
+ * the file named by XCOLL_TUNE_FILE, then XCOLL_TUNE. A malformed or
+ * unreadable override is logged (with its position) and gives
+ * XCOLL_ERR_INVALID_ARG; the message also goes to err when err is not
+ * NULL. */
+xcoll_status_t xc_tune_load(xc_tune_t **out, const char *rules, const char *rules_source,
+                            char *err, size_t errlen);
 void xc_tune_free(xc_tune_t *t);
 
 /* The built-in defaults alone, parsed once per process (for callers with

@@ -111,7 +111,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     }
     /* A rank whose override is malformed still joins the allgather below,
      * so every rank fails together instead of the others hanging. */
-    tune_rc = xc_tune_load(&tune, NULL, 0);
+    tune_rc = xc_tune_load(&tune, cfg->rules, cfg->rules_source, NULL, 0);
     /* Claim the id before the callback: the callback itself may create a
      * communicator (an MPI drop-in serving the bootstrap's allgather) and
      * must then take a larger id than ours. */
@@ -138,7 +138,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
         }
         if (!all[i].tune_ok && tune_rc == XCOLL_OK) {
             xc_error("xcoll_comm_create: rank %d rejected its selection table "
-                     "(XCOLL_TUNE / XCOLL_TUNE_FILE; see its log)", i);
+                     "(XCOLL_TUNE / XCOLL_TUNE_FILE / the caller's rules; see its log)", i);
             tune_rc = XCOLL_ERR_INVALID_ARG;
         }
         if (all[i].next_id > id)
@@ -169,6 +169,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     comm->id = id;
     comm->timeout_s = cfg->timeout_s;
     comm->memory = cfg->memory;
+    comm->fallback = cfg->fallback != 0;
     comm->tl = &xc_ucx_transport;
     rc = comm->tl->comm_init(boot, &comm->tl_comm);
     if (rc == XCOLL_OK) {
@@ -276,8 +277,12 @@ xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
     }
     memcpy(cs->key, key, sizeof(cs->key));
     rc = build(ctx, &cs->sched);
-    if (rc == XCOLL_OK)
+    if (rc == XCOLL_DECLINED) {
+        cs->declined = 1;
+        rc = XCOLL_OK;
+    } else if (rc == XCOLL_OK) {
         rc = xc_sched_finish(&cs->sched);
+    }
     if (rc != XCOLL_OK) {
         xc_sched_fini(&cs->sched);
         free(cs);

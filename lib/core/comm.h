@@ -12,10 +12,12 @@ typedef struct xc_cached_sched {
     xc_sched_t sched;
     int refs;
     uint64_t last_use;
+    int declined;           /* the table hands these calls to the caller: no sched */
     char why[192];          /* the selection rule that chose sched.algo, for logs */
 } xc_cached_sched_t;
 
 #define XC_SCHED_CACHE_SIZE 32
+#define XC_DECLINE_MEMO_SIZE 64
 
 struct xcoll_comm_s {
     int rank, size;
@@ -24,11 +26,17 @@ struct xcoll_comm_s {
     double timeout_s;
     xcoll_memory_t memory;  /* the caller's word on where buffers live */
     int failed;             /* a collective failed: seq numbers may disagree now */
+    int fallback;           /* the caller runs calls the table gives to "mpi" */
     const xc_transport_t *tl;
     void *tl_comm;
     unsigned outstanding;   /* requests not yet freed */
     xc_cached_sched_t *cache[XC_SCHED_CACHE_SIZE];
     uint64_t cache_clock;
+    /* xcoll_declines' answers, direct-mapped by the call's shape */
+    struct {
+        uint64_t key[2]; /* 0: empty */
+        int declined;
+    } declines[XC_DECLINE_MEMO_SIZE];
     struct xc_tune *tune;   /* selection table: defaults + XCOLL_TUNE_FILE + XCOLL_TUNE */
     struct xc_topo *topo;   /* which ranks share a node (topo.h) */
     struct xcoll_comm_s *next_live;
@@ -42,10 +50,9 @@ struct xcoll_request_s {
     double last_moved;      /* when a step last completed or started */
     int done;
     xcoll_status_t status;
-    /* a memmove after completion (reduce_scatter in place, MPI layout) */
-    void *post_dst;
-    const void *post_src;
-    size_t post_bytes;
+    /* a move within RECV after completion, from post_src to its start
+     * (reduce_scatter in place, MPI layout) */
+    size_t post_src, post_bytes;
     /* a caller's stream held until this request completes (stream given) */
     volatile uint32_t *hold_flag;
     uint32_t hold_value;
@@ -57,18 +64,31 @@ struct xcoll_request_s {
 xcoll_status_t xc_comm_check(xcoll_comm_t comm, const char *what);
 
 /* The cached schedule for key, building it with build(ctx, sched) on a
- * miss. Returns a reference; release with xc_sched_release. */
+ * miss. Returns a reference; release with xc_sched_release. A build that
+ * returns XCOLL_DECLINED is cached too, as an entry with declined set and
+ * an empty schedule (the decision is as fixed as the table). */
 typedef xcoll_status_t (*xc_sched_builder_t)(void *ctx, xc_sched_t *s);
 xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
                                  xc_sched_builder_t build, void *ctx, xc_cached_sched_t **out);
 void xc_sched_release(xc_cached_sched_t *cs);
 
+/* The caller's buffers of one call: pointers, or layouts (xcoll_layout_t)
+ * the engine reaches them through, and a move to do after completion. */
+typedef struct {
+    const void *send;
+    void *recv;
+    const xcoll_layout_t *send_layout, *recv_layout;
+    size_t post_src, post_bytes; /* see xcoll_request_s */
+} xc_request_bufs_t;
+
 /* Starts a request running cs on comm (takes over the reference to cs).
  * p2p_tag < 0 for a collective (consumes a sequence number). stream: the
  * caller's CUDA stream or NULL (only with a GPU backend). Buffers on a
- * device make the request run on the GPU (xc_exec_init with a device). */
+ * device make the request run on the GPU (xc_exec_init with a device);
+ * layouts are host-only (a device buffer or a stream with one is
+ * XCOLL_ERR_UNSUPPORTED). */
 xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const char *what,
-                               const void *sendbuf, void *recvbuf, int p2p_tag, void *stream,
+                               const xc_request_bufs_t *bufs, int p2p_tag, void *stream,
                                xcoll_request_t *req);
 
 double xc_now(void);

@@ -38,6 +38,9 @@ xcoll_status_t xcoll_config_init(xcoll_config_t *cfg)
         }
         cfg->timeout_s = t;
     }
+    cfg->rules = NULL;
+    cfg->rules_source = NULL;
+    cfg->fallback = 0;
     cfg->memory = XCOLL_MEMORY_AUTO;
     env = getenv("XCOLL_MEMORY");
     if (env != NULL && *env != '\0') {

@@ -174,43 +174,41 @@ static xcoll_status_t run_local(xc_exec_t *x, const xc_step_t *st)
 }
 
 static xcoll_status_t gpu_start_step(xc_exec_t *x, uint32_t i);
+static xcoll_status_t lay_net_buffer(xc_exec_t *x, uint32_t i, void **buf);
+static xcoll_status_t lay_run_local(xc_exec_t *x, const xc_step_t *st, const void *landing);
+static xcoll_status_t host_after_net(xc_exec_t *x, uint32_t i);
 
 static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
 {
     const xc_step_t *st = &x->sched->steps[i];
     xc_exec_work_t *w = work_of(x);
     xcoll_status_t rc;
-    void *req = NULL;
+    void *req = NULL, *buf;
 
     if (x->gpu != NULL)
         return gpu_start_step(x, i);
-    switch ((xc_step_kind_t)st->kind) {
-    case XC_STEP_SEND:
-        rc = x->tl->isend(x->tl_comm, st->peer, tag_for(x, st, x->sched->rank), addr(x, st->a),
-                          st->bytes, &req);
-        x->msgs_sent++;
-        x->bytes_sent += st->bytes;
-        if (st->bytes > x->max_send)
-            x->max_send = st->bytes;
-        break;
-    case XC_STEP_RECV:
-        rc = x->tl->irecv(x->tl_comm, st->peer, tag_for(x, st, st->peer), addr(x, st->dst),
-                          st->bytes, &req);
-        break;
-    case XC_STEP_RECV_REDUCE:
-        rc = x->tl->irecv(x->tl_comm, st->peer, tag_for(x, st, st->peer), addr(x, st->b),
-                          st->bytes, &req);
-        break;
-    default:
-        rc = run_local(x, st);
+    if (st->kind > XC_STEP_RECV_REDUCE) {
+        rc = x->lstage != NULL ? lay_run_local(x, st, NULL) : run_local(x, st);
         if (rc == XCOLL_OK)
             finish_step(x, i);
         return rc;
     }
+    if ((rc = lay_net_buffer(x, i, &buf)) != XCOLL_OK)
+        return rc;
+    if (st->kind == XC_STEP_SEND) {
+        rc = x->tl->isend(x->tl_comm, st->peer, tag_for(x, st, x->sched->rank), buf, st->bytes,
+                          &req);
+        x->msgs_sent++;
+        x->bytes_sent += st->bytes;
+        if (st->bytes > x->max_send)
+            x->max_send = st->bytes;
+    } else {
+        rc = x->tl->irecv(x->tl_comm, st->peer, tag_for(x, st, st->peer), buf, st->bytes, &req);
+    }
     if (rc != XCOLL_OK)
         return rc;
     if (req == NULL) {
-        if (st->kind == XC_STEP_RECV_REDUCE && (rc = run_local(x, st)) != XCOLL_OK)
+        if ((rc = host_after_net(x, i)) != XCOLL_OK)
             return rc;
         finish_step(x, i);
         return XCOLL_OK;
@@ -218,6 +216,220 @@ static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
     x->treq[i] = req;
     x->state[i] = XC_STATE_RUNNING;
     w->running[w->nrunning++] = i;
+    return XCOLL_OK;
+}
+
+/* --- buffers behind a layout -----------------------------------------------
+ * A send or receive buffer given as an xcoll_layout_t has no address: the
+ * caller packs and unpacks ranges of it. A step that touches one works on
+ * a pooled block instead: a send packs its range into a block and sends
+ * that; a receive lands in a block and unpacks it when complete; a local
+ * step packs its layout operands, computes and unpacks its result. Blocks
+ * live only while their step runs, so staging memory is what is in
+ * flight: a few segments for the algorithms that cut large messages. */
+
+static const char *const buf_names[XC_BUF_COUNT] = {"none", "send", "receive", "scratch"};
+
+static int on_layout(const xc_exec_t *x, xc_ref_t r)
+{
+    return x->lstage != NULL && x->layout[r.buf] != NULL;
+}
+
+static xcoll_status_t lay_pack(const xc_exec_t *x, xc_ref_t r, void *dst, size_t bytes)
+{
+    const xcoll_layout_t *l = x->layout[r.buf];
+    if (l->pack(l->ctx, r.off, dst, bytes) == 0)
+        return XCOLL_OK;
+    xc_error("%s: the caller's pack of bytes [%zu, %zu) of the %s buffer failed", x->sched->algo,
+             r.off, r.off + bytes, buf_names[r.buf]);
+    return XCOLL_ERR_INVALID_ARG;
+}
+
+static xcoll_status_t lay_unpack(const xc_exec_t *x, xc_ref_t r, const void *src, size_t bytes)
+{
+    const xcoll_layout_t *l = x->layout[r.buf];
+    if (l->unpack(l->ctx, r.off, src, bytes) == 0)
+        return XCOLL_OK;
+    xc_error("%s: the caller's unpack of bytes [%zu, %zu) of the %s buffer failed",
+             x->sched->algo, r.off, r.off + bytes, buf_names[r.buf]);
+    return XCOLL_ERR_INVALID_ARG;
+}
+
+static xcoll_status_t lay_no_memory(const xc_exec_t *x, size_t bytes)
+{
+    xc_error("%s: out of memory: %zu bytes to stage a buffer with a layout", x->sched->algo,
+             bytes);
+    return XCOLL_ERR_NO_MEMORY;
+}
+
+/* The bytes at r, readable: their address, or a block packed from the
+ * layout (*blk, which the caller puts back). */
+static xcoll_status_t lay_read(const xc_exec_t *x, xc_ref_t r, size_t bytes, const void **p,
+                               void **blk)
+{
+    xcoll_status_t rc;
+    *blk = NULL;
+    if (!on_layout(x, r)) {
+        *p = addr(x, r);
+        return *p != NULL ? XCOLL_OK : XCOLL_ERR_INTERNAL;
+    }
+    if ((*blk = xc_block_get(bytes, 0)) == NULL)
+        return lay_no_memory(x, bytes);
+    if ((rc = lay_pack(x, r, *blk, bytes)) != XCOLL_OK) {
+        xc_block_put(*blk);
+        *blk = NULL;
+        return rc;
+    }
+    *p = *blk;
+    return XCOLL_OK;
+}
+
+/* The buffer a message step of a host exec hands the transport: the
+ * address, or for a layout a block (packed first for a send), kept in
+ * x->lstage[i] until the step is done. */
+static xcoll_status_t lay_net_buffer(xc_exec_t *x, uint32_t i, void **buf)
+{
+    const xc_step_t *st = &x->sched->steps[i];
+    const xc_ref_t r = st->kind == XC_STEP_SEND ? st->a : st->kind == XC_STEP_RECV ? st->dst
+                                                                                 : st->b;
+    xcoll_status_t rc;
+    if (st->bytes == 0 || !on_layout(x, r)) {
+        *buf = addr(x, r);
+        return XCOLL_OK;
+    }
+    if ((*buf = x->lstage[i] = xc_block_get(st->bytes, 0)) == NULL)
+        return lay_no_memory(x, st->bytes);
+    if (st->kind == XC_STEP_SEND && (rc = lay_pack(x, r, *buf, st->bytes)) != XCOLL_OK)
+        return rc;
+    return XCOLL_OK;
+}
+
+/* run_local where an operand may be behind a layout; landing, if not
+ * NULL, is where a recv+reduce's message is (instead of its b). */
+static xcoll_status_t lay_run_local(xc_exec_t *x, const xc_step_t *st, const void *landing)
+{
+    const xc_sched_t *s = x->sched;
+    size_t count = s->dsize ? st->bytes / s->dsize : 0;
+    const void *a = NULL, *b = landing;
+    void *blk_a = NULL, *blk_b = NULL, *blk_d = NULL, *d = NULL;
+    xcoll_status_t rc = XCOLL_OK;
+
+    if (st->bytes == 0)
+        return XCOLL_OK;
+    if (landing == NULL && !on_layout(x, st->dst) && !on_layout(x, st->a) &&
+        !on_layout(x, st->b))
+        return run_local(x, st);
+    if (!on_layout(x, st->dst) && (d = addr(x, st->dst)) == NULL)
+        rc = XCOLL_ERR_INTERNAL;
+    switch ((xc_step_kind_t)st->kind) {
+    case XC_STEP_COPY:
+        if (rc != XCOLL_OK)
+            break;
+        if (d != NULL && on_layout(x, st->a)) {
+            rc = lay_pack(x, st->a, d, st->bytes);
+            break;
+        }
+        if ((rc = lay_read(x, st->a, st->bytes, &a, &blk_a)) != XCOLL_OK)
+            break;
+        if (d != NULL)
+            memmove(d, a, st->bytes);
+        else
+            rc = lay_unpack(x, st->dst, a, st->bytes);
+        break;
+    case XC_STEP_REDUCE:
+    case XC_STEP_RECV_REDUCE:
+        if (rc != XCOLL_OK || (rc = lay_read(x, st->a, st->bytes, &a, &blk_a)) != XCOLL_OK ||
+            (b == NULL && (rc = lay_read(x, st->b, st->bytes, &b, &blk_b)) != XCOLL_OK))
+            break;
+        if (d == NULL) {
+            /* into a block of our own: an operand's, which xc_reduce may alias */
+            d = blk_a != NULL ? blk_a : blk_b;
+            if (d == NULL && (d = blk_d = xc_block_get(st->bytes, 0)) == NULL) {
+                rc = lay_no_memory(x, st->bytes);
+                break;
+            }
+            xc_reduce(d, a, b, count, s->dtype, s->op);
+            rc = lay_unpack(x, st->dst, d, st->bytes);
+            break;
+        }
+        xc_reduce(d, a, b, count, s->dtype, s->op);
+        break;
+    case XC_STEP_DIVIDE:
+        if (rc != XCOLL_OK || d != NULL) /* d: not on the layout after all */
+            return rc != XCOLL_OK ? rc : run_local(x, st);
+        if ((rc = lay_read(x, st->dst, st->bytes, &a, &blk_a)) != XCOLL_OK)
+            break;
+        xc_divide(blk_a, count, s->dtype, s->divisor);
+        rc = lay_unpack(x, st->dst, blk_a, st->bytes);
+        break;
+    default:
+        break;
+    }
+    xc_block_put(blk_a);
+    xc_block_put(blk_b);
+    xc_block_put(blk_d);
+    if (rc == XCOLL_ERR_INTERNAL)
+        xc_error("schedule %s: %s step touches a buffer the call did not provide", s->algo,
+                 step_kind_name(st->kind));
+    return rc;
+}
+
+/* What a message step of a host exec does once the transport is done with
+ * it: a receive unpacks into its layout, a recv+reduce reduces. */
+static xcoll_status_t host_after_net(xc_exec_t *x, uint32_t i)
+{
+    const xc_step_t *st = &x->sched->steps[i];
+    void *blk;
+    xcoll_status_t rc = XCOLL_OK;
+    if (x->lstage == NULL)
+        return st->kind == XC_STEP_RECV_REDUCE ? run_local(x, st) : XCOLL_OK;
+    blk = x->lstage[i];
+    x->lstage[i] = NULL;
+    if (st->kind == XC_STEP_RECV && blk != NULL)
+        rc = lay_unpack(x, st->dst, blk, st->bytes);
+    else if (st->kind == XC_STEP_RECV_REDUCE)
+        rc = lay_run_local(x, st, blk != NULL ? blk : addr(x, st->b));
+    xc_block_put(blk);
+    return rc;
+}
+
+xcoll_status_t xc_exec_use_layouts(xc_exec_t *x, const xcoll_layout_t *send,
+                                   const xcoll_layout_t *recv)
+{
+    if (send == NULL && recv == NULL)
+        return XCOLL_OK;
+    if (x->gpu != NULL) {
+        xc_error("%s: a buffer with a layout cannot take part in a device exec", x->sched->algo);
+        return XCOLL_ERR_UNSUPPORTED;
+    }
+    x->lstage = xc_block_get(x->sched->nsteps * sizeof(void *) + 1, 1);
+    if (x->lstage == NULL)
+        return lay_no_memory(x, x->sched->nsteps * sizeof(void *));
+    x->layout[XC_BUF_SEND] = send;
+    x->layout[XC_BUF_RECV] = recv;
+    return XCOLL_OK;
+}
+
+xcoll_status_t xc_exec_move_recv(xc_exec_t *x, size_t src, size_t bytes)
+{
+    char *base = x->buf[XC_BUF_RECV];
+    xcoll_status_t rc;
+    if (bytes == 0)
+        return XCOLL_OK;
+    if (x->lstage != NULL && x->layout[XC_BUF_RECV] != NULL) {
+        const void *p;
+        void *blk;
+        if ((rc = lay_read(x, xc_ref(XC_BUF_RECV, src), bytes, &p, &blk)) != XCOLL_OK)
+            return rc;
+        rc = lay_unpack(x, xc_ref(XC_BUF_RECV, 0), blk, bytes);
+        xc_block_put(blk);
+        return rc;
+    }
+    if (base == NULL)
+        return XCOLL_ERR_INTERNAL;
+    if (x->gpu != NULL && xc_mem_on_device((xc_memtype_t)x->mem[XC_BUF_RECV]))
+        return x->gpu->copy_sync(base, base + src, bytes);
+    memmove(base, base + src, bytes);
     return XCOLL_OK;
 }
 
@@ -662,8 +874,8 @@ xcoll_status_t xc_exec_progress(xc_exec_t *x, int *progressed)
             rc = x->tl->test(x->tl_comm, x->treq[i]);
             if (rc != XCOLL_INPROGRESS) {
                 x->treq[i] = NULL;
-                if (rc == XCOLL_OK && st->kind == XC_STEP_RECV_REDUCE)
-                    rc = run_local(x, st);
+                if (rc == XCOLL_OK)
+                    rc = host_after_net(x, i);
             }
         }
         if (rc == XCOLL_INPROGRESS || (rc == XCOLL_OK && !finished)) {
@@ -740,6 +952,10 @@ void xc_exec_cancel(xc_exec_t *x)
         else
             x->tl->cancel(x->tl_comm, x->treq[i]);
         x->treq[i] = NULL;
+        /* UCX may still read or write a cancelled step's staging block: it
+         * stays out of the pool rather than go to another call */
+        if (x->lstage != NULL)
+            x->lstage[i] = NULL;
     }
     if (x->gate != NULL) {
         /* not drained: it may sit behind an earlier call's hold on the
@@ -759,6 +975,12 @@ void xc_exec_fini(xc_exec_t *x)
     if (x->state_mem != NULL && (work_of(x)->nrunning > 0 || x->gate != NULL))
         xc_exec_cancel(x);
     xc_block_put(x->state_mem);
+    if (x->lstage != NULL) {
+        uint32_t i;
+        for (i = 0; i < x->sched->nsteps; i++)
+            xc_block_put(x->lstage[i]);
+        xc_block_put(x->lstage);
+    }
     if (x->gpu != NULL) {
         uint32_t i;
         /* blocks reserved for steps that never ran */

@@ -34,6 +34,10 @@ typedef struct xc_exec {
     int tl_device;             /* the transport takes device pointers */
     struct xc_gpu_step *gstep; /* per step: staging block, scratch, event, phase */
     void *gate;                /* event: work the caller queued before the call */
+    /* Buffers reached through the caller's pack/unpack (xc_exec_use_layouts);
+     * lstage is NULL when there are none. */
+    const xcoll_layout_t *layout[XC_BUF_COUNT];
+    void **lstage;             /* per step: its staging block while it runs */
 } xc_exec_t;
 
 /* How an exec runs on device data (see xc_exec_init). */
@@ -57,6 +61,18 @@ typedef struct {
 xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf, void *recvbuf,
                             const xc_transport_t *tl, void *tl_comm, uint32_t comm_id,
                             uint32_t seq, const xc_exec_device_t *dev);
+
+/* After xc_exec_init, before the first progress: the send and/or receive
+ * buffer (either may be NULL) is reached only through the layout's pack
+ * and unpack, on pooled blocks per step. Host execs only
+ * (XCOLL_ERR_UNSUPPORTED for a device exec). */
+xcoll_status_t xc_exec_use_layouts(xc_exec_t *x, const xcoll_layout_t *send,
+                                   const xcoll_layout_t *recv);
+
+/* Moves bytes from offset src of the receive buffer to its start
+ * (overlap allowed), through its layout or on its device if need be: the
+ * last act of an in-place reduce_scatter in MPI's layout. */
+xcoll_status_t xc_exec_move_recv(xc_exec_t *x, size_t src, size_t bytes);
 
 /* For a device exec: takes now the blocks of every step not yet started,
  * as xc_exec_device_t.reserve does at init; XCOLL_OK for a host exec. Called

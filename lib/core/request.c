@@ -43,12 +43,8 @@ static void complete(struct xcoll_request_s *r, xcoll_status_t status)
         status = tl->flush(r->comm->tl_comm);
     r->done = 1;
     unlink_active(r);
-    if (status == XCOLL_OK && r->post_bytes > 0 && r->post_dst != r->post_src) {
-        if (r->exec.gpu != NULL && xc_mem_on_device((xc_memtype_t)r->exec.mem[XC_BUF_RECV]))
-            status = r->exec.gpu->copy_sync(r->post_dst, r->post_src, r->post_bytes);
-        else
-            memmove(r->post_dst, r->post_src, r->post_bytes);
-    }
+    if (status == XCOLL_OK && r->post_bytes > 0 && r->post_src > 0)
+        status = xc_exec_move_recv(&r->exec, r->post_src, r->post_bytes);
     r->status = status;
     /* released on failure too: a held stream would otherwise never run */
     if (r->hold_flag != NULL) {
@@ -150,9 +146,10 @@ static xcoll_status_t order_on_stream(struct xcoll_request_s *r, void *stream)
 }
 
 xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const char *what,
-                               const void *sendbuf, void *recvbuf, int p2p_tag, void *stream,
+                               const xc_request_bufs_t *bufs, int p2p_tag, void *stream,
                                xcoll_request_t *req)
 {
+    const int layouts = bufs->send_layout != NULL || bufs->recv_layout != NULL;
     struct xcoll_request_s *r = xc_block_get(sizeof(struct xcoll_request_s), 1);
     xcoll_status_t rc;
     uint32_t seq = p2p_tag < 0 ? comm->seq++ : 0;
@@ -164,13 +161,23 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
         xc_sched_release(cs);
         return XCOLL_ERR_NO_MEMORY;
     }
-    rc = locate_buffers(comm, what, sendbuf, recvbuf, &dev.send_mem, &dev.recv_mem, &on_gpu);
+    /* a side with a layout is the caller's to reach: not asked about */
+    rc = locate_buffers(comm, what, bufs->send_layout != NULL ? NULL : bufs->send,
+                        bufs->recv_layout != NULL ? NULL : bufs->recv, &dev.send_mem,
+                        &dev.recv_mem, &on_gpu);
+    if (rc == XCOLL_OK && layouts && (on_gpu || stream != NULL)) {
+        xc_error("%s: a buffer with a layout is host memory only, and this call has %s", what,
+                 stream != NULL ? "a CUDA stream" : "a device buffer");
+        rc = XCOLL_ERR_UNSUPPORTED;
+    }
     dev.gpu = xc_gpu();
     dev.reserve = stream != NULL || xc_gpu_holds_pending();
     /* the engine never writes through the send buffer's reference */
     if (rc == XCOLL_OK)
-        rc = xc_exec_init(&r->exec, &cs->sched, (void *)(uintptr_t)sendbuf, recvbuf, comm->tl,
-                          comm->tl_comm, comm->id, seq, on_gpu ? &dev : NULL);
+        rc = xc_exec_init(&r->exec, &cs->sched, (void *)(uintptr_t)bufs->send, bufs->recv,
+                          comm->tl, comm->tl_comm, comm->id, seq, on_gpu ? &dev : NULL);
+    if (rc == XCOLL_OK && layouts)
+        rc = xc_exec_use_layouts(&r->exec, bufs->send_layout, bufs->recv_layout);
     if (rc == XCOLL_OK && (stream != NULL || on_gpu))
         rc = order_on_stream(r, stream);
     if (rc != XCOLL_OK) {
@@ -190,6 +197,8 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     r->comm = comm;
     r->cs = cs;
     r->what = what;
+    r->post_src = bufs->post_src;
+    r->post_bytes = bufs->post_bytes;
     r->status = XCOLL_INPROGRESS;
     r->last_moved = 0;
     r->next_active = active_head;

@@ -15,6 +15,7 @@ const char *xcoll_strerror(xcoll_status_t status)
     switch (status) {
     case XCOLL_OK: return "success";
     case XCOLL_INPROGRESS: return "operation in progress";
+    case XCOLL_DECLINED: return "handed back to the caller by the selection table (\"mpi\")";
     case XCOLL_ERR_INVALID_ARG: return "invalid argument";
     case XCOLL_ERR_INVALID_DTYPE: return "invalid datatype";
     case XCOLL_ERR_INVALID_OP: return "invalid reduction operator for this datatype";

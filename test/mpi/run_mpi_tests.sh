@@ -220,6 +220,10 @@ done
 for np in 1 3; do
     run test_badinput $np
 done
+# xcoll_start: layouts on every collective, the fallback ("mpi"), caller's rules
+for np in 1 2 3 4; do
+    run test_start $np
+done
 for np in 3 4; do
     run_timeout $np
 done

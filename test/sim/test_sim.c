@@ -7,9 +7,11 @@
  * send buffers are left alone, that nothing is left unmatched, and the
  * bytes on the wire against each algorithm's formula.
  *
- * Usage: test_sim [-v] [-q] [algorithm]
+ * Usage: test_sim [-v] [-q] [--gpu | --layout] [algorithm]
  *   -v: print every case; -q: a quicker subset; algorithm (e.g.
  *   ring_allreduce): only that one, without the pipelined cases.
+ *   --gpu: buffers in emulated device memory; --layout: buffers the engine
+ *   reaches only through xcoll_layout_t pack/unpack (scrambled memory).
  * Prints "test_sim: N passed, M failed"; exits 1 on any failure. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -81,6 +83,9 @@ static int verbose;
 /* --gpu: 1 = buffers in emulated device memory, staged through pinned
  * blocks; 2 = the transport takes device memory itself. */
 static int gpu_mode;
+/* --layout: every send and receive buffer is given to the engine as an
+ * xcoll_layout_t over scrambled memory, never by address. */
+static int layout_mode;
 static uint32_t seq;
 
 /* --- values ------------------------------------------------------------ */
@@ -788,6 +793,113 @@ static int check_results(const case_t *c, int r, const rank_bufs_t *b, int in_pl
     return ok;
 }
 
+/* --- buffers behind a layout (--layout) ------------------------------------
+ * The packed stream's bytes live in chunks of LAY_CHUNK, stored in reverse
+ * order with LAY_GAP bytes of filler between them, so a range that works
+ * by accident on contiguous memory fails here; the filler must survive. */
+#define LAY_CHUNK 5
+#define LAY_GAP 3
+#define LAY_FILL 0x5A
+
+typedef struct {
+    xcoll_layout_t l;
+    unsigned char *phys;
+    size_t nchunks, phys_bytes;
+    int writable;   /* the send side must never be unpacked into */
+    unsigned long bad; /* calls out of range, or writes to a read-only side */
+} lay_buf_t;
+
+static unsigned char *lay_at(const lay_buf_t *lb, size_t k)
+{
+    size_t j = k / LAY_CHUNK;
+    return lb->phys + (lb->nchunks - 1 - j) * (LAY_CHUNK + LAY_GAP) + k % LAY_CHUNK;
+}
+
+static int lay_range_ok(lay_buf_t *lb, size_t off, size_t len)
+{
+    if (len == 0 || off > lb->l.bytes || len > lb->l.bytes - off) {
+        lb->bad++;
+        return 0;
+    }
+    return 1;
+}
+
+static int lay_test_pack(void *ctx, size_t off, void *dst, size_t len)
+{
+    lay_buf_t *lb = ctx;
+    unsigned char *out = dst;
+    if (!lay_range_ok(lb, off, len))
+        return -1;
+    while (len > 0) {
+        size_t n = LAY_CHUNK - off % LAY_CHUNK;
+        if (n > len)
+            n = len;
+        memcpy(out, lay_at(lb, off), n);
+        out += n, off += n, len -= n;
+    }
+    return 0;
+}
+
+static int lay_test_unpack(void *ctx, size_t off, const void *src, size_t len)
+{
+    lay_buf_t *lb = ctx;
+    const unsigned char *in = src;
+    if (!lay_range_ok(lb, off, len))
+        return -1;
+    if (!lb->writable) {
+        lb->bad++;
+        return -1;
+    }
+    while (len > 0) {
+        size_t n = LAY_CHUNK - off % LAY_CHUNK;
+        if (n > len)
+            n = len;
+        memcpy(lay_at(lb, off), in, n);
+        in += n, off += n, len -= n;
+    }
+    return 0;
+}
+
+/* A layout holding the bytes of contiguous `from`. */
+static void lay_make(lay_buf_t *lb, const void *from, size_t bytes, int writable)
+{
+    memset(lb, 0, sizeof(*lb));
+    lb->nchunks = (bytes + LAY_CHUNK - 1) / LAY_CHUNK;
+    lb->phys_bytes = lb->nchunks * (LAY_CHUNK + LAY_GAP);
+    lb->phys = alloc_bytes(lb->phys_bytes);
+    memset(lb->phys, LAY_FILL, lb->phys_bytes);
+    lb->l.bytes = bytes;
+    lb->l.pack = lay_test_pack;
+    lb->l.unpack = lay_test_unpack;
+    lb->l.ctx = lb;
+    lb->writable = 1;
+    if (bytes > 0)
+        lay_test_unpack(lb, 0, from, bytes);
+    lb->writable = writable;
+}
+
+/* Copies the layout's bytes back into contiguous `to`; returns 0 if the
+ * filler was overwritten or a call was bad. */
+static int lay_take(lay_buf_t *lb, void *to)
+{
+    size_t j, g;
+    int ok = lb->bad == 0;
+    if (lb->l.bytes > 0)
+        lay_test_pack(lb, 0, to, lb->l.bytes);
+    for (j = 0; j < lb->nchunks; j++) {
+        /* the last chunk in the stream (first in memory) may be partial */
+        size_t used = j + 1 == lb->nchunks && lb->l.bytes % LAY_CHUNK ? lb->l.bytes % LAY_CHUNK
+                                                                     : LAY_CHUNK;
+        unsigned char *c = lb->phys + (lb->nchunks - 1 - j) * (LAY_CHUNK + LAY_GAP);
+        for (g = used; g < LAY_CHUNK + LAY_GAP; g++)
+            if (c[g] != LAY_FILL)
+                ok = 0;
+    }
+    free(lb->phys);
+    lb->phys = NULL;
+    return ok;
+}
+
 /* Runs every rank round-robin until all are done; returns 1 on success.
  * `late`, if >= 0, is a rank held back until the others stall (barrier:
  * none of them may finish before it starts). */
@@ -856,8 +968,10 @@ static void run_case(const case_t *c)
     uint64_t bytes = 0, sent = 0, recvd = 0;
     xcoll_status_t st;
     xc_exec_device_t dev;
+    lay_buf_t *lay = layout_mode ? calloc((size_t)P * 2, sizeof(*lay)) : NULL;
 
-    if (s == NULL || x == NULL || b == NULL || ip == NULL || w == NULL) {
+    if (s == NULL || x == NULL || b == NULL || ip == NULL || w == NULL ||
+        (layout_mode && lay == NULL)) {
         fprintf(stderr, "test_sim: out of memory\n");
         exit(2);
     }
@@ -917,8 +1031,19 @@ static void run_case(const case_t *c)
         dev.send_mem = xc_gpu_memtype(send, NULL);
         dev.recv_mem = xc_gpu_memtype(recv, NULL);
         dev.reserve = seq % 2;
-        st = xc_exec_init(&x[r], &s[r], send, recv, &lb_transport, lb_comm(w, r), 1, seq,
-                          gpu_mode ? &dev : NULL);
+        if (layout_mode) {
+            /* no addresses at all: any direct access is a NULL dereference */
+            size_t ds2 = xcoll_dtype_size(c->dtype);
+            if (send != NULL)
+                lay_make(&lay[2 * r], send, b[r].send_n * ds2, 0);
+            if (recv != NULL)
+                lay_make(&lay[2 * r + 1], recv, b[r].recv_n * ds2, 1);
+        }
+        st = xc_exec_init(&x[r], &s[r], layout_mode ? NULL : send, layout_mode ? NULL : recv,
+                          &lb_transport, lb_comm(w, r), 1, seq, gpu_mode ? &dev : NULL);
+        if (st == XCOLL_OK && layout_mode)
+            st = xc_exec_use_layouts(&x[r], send != NULL ? &lay[2 * r].l : NULL,
+                                     recv != NULL ? &lay[2 * r + 1].l : NULL);
         if (st != XCOLL_OK) {
             report(c, 0, "rank %d: xc_exec_init: %s", r, xcoll_strerror(st));
             ok = 0;
@@ -932,6 +1057,17 @@ static void run_case(const case_t *c)
             gpu_buffers_out(c, &b[r], x[r].buf[XC_BUF_SEND], x[r].buf[XC_BUF_RECV]);
         if (ok && emu_gpu_pending() != 0) {
             report(c, 0, "%zu GPU operations still queued after completion", emu_gpu_pending());
+            ok = 0;
+        }
+    }
+    for (r = 0; layout_mode && r < P; r++) {
+        if (lay[2 * r].phys != NULL && !lay_take(&lay[2 * r], b[r].send) && ok) {
+            report(c, 0, "rank %d: the send layout was written or called out of range", r);
+            ok = 0;
+        }
+        if (lay[2 * r + 1].phys != NULL && !lay_take(&lay[2 * r + 1], b[r].recv) && ok) {
+            report(c, 0, "rank %d: the receive layout's filler was overwritten or it was "
+                         "called out of range", r);
             ok = 0;
         }
     }
@@ -992,6 +1128,7 @@ static void run_case(const case_t *c)
     free(x);
     free(b);
     free(ip);
+    free(lay);
 }
 
 /* --- the case list ----------------------------------------------------- */
@@ -1232,6 +1369,24 @@ static int run_gpu_sweep(const char *only, int quick)
     return n_failed ? 1 : 0;
 }
 
+/* Every algorithm with its buffers behind layouts (--layout): the engine
+ * packs and unpacks per step, results and wire traffic unchanged. */
+static int run_layout_sweep(const char *only, int quick)
+{
+    static const int sizes[] = {1, 2, 3, 4, 5, 7, 8, 13};
+    size_t k, i;
+    for (k = 0; k < NALGOS; k++) {
+        if (only != NULL && strcmp(only, algos[k].name) != 0)
+            continue;
+        for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+            run_algo_size(&algos[k], sizes[i], quick || sizes[i] > 8);
+    }
+    if (only == NULL)
+        run_pipelined();
+    printf("test_sim --layout: %lu passed, %lu failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0, i, P;
@@ -1244,6 +1399,8 @@ int main(int argc, char **argv)
             verbose = 1;
         else if (!strcmp(argv[i], "--gpu"))
             gpu_mode = 1;
+        else if (!strcmp(argv[i], "--layout"))
+            layout_mode = 1;
         else if (!strcmp(argv[i], "-q"))
             quick = 1;
         else
@@ -1252,6 +1409,8 @@ int main(int argc, char **argv)
     xc_log_init();
     if (gpu_mode)
         return run_gpu_sweep(only, quick);
+    if (layout_mode)
+        return run_layout_sweep(only, quick);
     for (k = 0; k < NALGOS; k++) {
         if (only != NULL && strcmp(only, algos[k].name) != 0)
             continue;

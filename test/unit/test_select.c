@@ -288,7 +288,7 @@ static void test_load(void)
 
     unsetenv("XCOLL_TUNE");
     setenv("XCOLL_TUNE_FILE", path, 1);
-    CHECK(xc_tune_load(&t, err, sizeof(err)) == XCOLL_OK, "file: %s", err);
+    CHECK(xc_tune_load(&t, NULL, NULL, err, sizeof(err)) == XCOLL_OK, "file: %s", err);
     if (t != NULL) {
         EXPECT(t, XC_COLL_ALLREDUCE, 4, 100, "recdbl");
         EXPECT(t, XC_COLL_ALLREDUCE, 4, 1 << 20, "ring");
@@ -302,7 +302,7 @@ static void test_load(void)
 
     /* XCOLL_TUNE wins over the file */
     setenv("XCOLL_TUNE", "allreduce:2k-inf:rabenseifner", 1);
-    CHECK(xc_tune_load(&t, err, sizeof(err)) == XCOLL_OK, "file + env: %s", err);
+    CHECK(xc_tune_load(&t, NULL, NULL, err, sizeof(err)) == XCOLL_OK, "file + env: %s", err);
     if (t != NULL) {
         EXPECT(t, XC_COLL_ALLREDUCE, 4, 100, "recdbl");
         EXPECT(t, XC_COLL_ALLREDUCE, 4, 1 << 20, "rabenseifner");
@@ -316,7 +316,7 @@ static void test_load(void)
 
     /* a mistake in either is an error naming its place */
     setenv("XCOLL_TUNE", "allreduce:2k-inf:rabenseifner,", 1);
-    CHECK(xc_tune_load(&t, err, sizeof(err)) == XCOLL_ERR_INVALID_ARG && t == NULL,
+    CHECK(xc_tune_load(&t, NULL, NULL, err, sizeof(err)) == XCOLL_ERR_INVALID_ARG && t == NULL,
           "a bad XCOLL_TUNE was accepted");
     CHECK(strstr(err, "XCOLL_TUNE: at character 31") != NULL, "got %s", err);
     unsetenv("XCOLL_TUNE");
@@ -324,15 +324,100 @@ static void test_load(void)
     CHECK(fd >= 0 && write(fd, "# c\nbcast:0-inf:chain\nbcast:0-inf:chian\n", 39) == 39,
           "rewrite failed");
     close(fd);
-    CHECK(xc_tune_load(&t, err, sizeof(err)) == XCOLL_ERR_INVALID_ARG, "a bad file was accepted");
+    CHECK(xc_tune_load(&t, NULL, NULL, err, sizeof(err)) == XCOLL_ERR_INVALID_ARG, "a bad file was accepted");
     CHECK(strstr(err, path) != NULL && strstr(err, "line 3, column 13: unknown algorithm \"chian\"")
           != NULL, "got %s", err);
     unlink(path);
-    CHECK(xc_tune_load(&t, err, sizeof(err)) == XCOLL_ERR_INVALID_ARG && strstr(err, "cannot open"),
+    CHECK(xc_tune_load(&t, NULL, NULL, err, sizeof(err)) == XCOLL_ERR_INVALID_ARG && strstr(err, "cannot open"),
           "a missing file: %s", err);
     unsetenv("XCOLL_TUNE_FILE");
-    CHECK(xc_tune_load(&t, err, sizeof(err)) == XCOLL_OK, "defaults only: %s", err);
+    CHECK(xc_tune_load(&t, NULL, NULL, err, sizeof(err)) == XCOLL_OK, "defaults only: %s", err);
     xc_tune_free(t);
+}
+
+/* The pseudo-algorithm "mpi": valid for every collective, a candidate
+ * like any other; with a fallback the call is handed back
+ * (XCOLL_DECLINED, nothing built), without one it is skipped. And the
+ * caller's rules (xcoll_config_t.rules) sit between the defaults and the
+ * environment. */
+static void test_mpi_fallback(void)
+{
+    char err[512], why[192];
+    xc_coll_args_t a;
+    xc_sched_t s;
+    xc_tune_t *t;
+    xcoll_status_t rc;
+    int c;
+
+    for (c = 0; c < XC_COLL_COUNT; c++) {
+        char text[64];
+        snprintf(text, sizeof(text), "%s:0-1k:mpi", xc_coll_name((xc_coll_t)c));
+        t = parse(text, err, sizeof(err));
+        CHECK(t != NULL, "%s: %s", text, err);
+        if (t != NULL)
+            EXPECT(t, (xc_coll_t)c, 4, 8, "mpi");
+        xc_tune_free(t);
+    }
+    t = parse("allreduce:0-1k:mpi|rign", err, sizeof(err));
+    CHECK(t == NULL && strstr(err, "known: recdbl") != NULL && strstr(err, ", mpi)") != NULL,
+          "the known list names mpi: %s", err);
+
+    memset(&a, 0, sizeof(a));
+    a.coll = XC_COLL_ALLREDUCE;
+    a.rank = 1;
+    a.size = 4;
+    a.count = 10;
+    a.dtype = XCOLL_FLOAT32;
+    a.op = XCOLL_SUM;
+    t = parse("allreduce:0-1k:mpi|ring,1k-inf:hier|mpi", err, sizeof(err));
+    a.fallback = 1;
+    memset(&s, 0x7f, sizeof(s));
+    rc = xc_select_and_build(&s, &a, t, why, sizeof(why));
+    CHECK(rc == XCOLL_DECLINED && s.nsteps == 0 && s.steps == NULL,
+          "fallback: mpi gave rc %d", rc);
+    CHECK(strcmp(why, "rule allreduce:0-1k from XCOLL_TUNE") == 0, "why: %s", why);
+    a.fallback = 0;
+    rc = xc_select_and_build(&s, &a, t, why, sizeof(why));
+    CHECK(rc == XCOLL_OK && strcmp(s.algo, "ring") == 0, "no fallback: chose %s (rc %d)",
+          rc == XCOLL_OK ? s.algo : "-", rc);
+    if (rc == XCOLL_OK)
+        xc_sched_fini(&s);
+    /* a candidate before it declines (hier, no topology): then mpi */
+    a.count = 1000;
+    a.fallback = 1;
+    rc = xc_select_and_build(&s, &a, t, why, sizeof(why));
+    CHECK(rc == XCOLL_DECLINED && strstr(why, "declined: hier") != NULL,
+          "hier|mpi: rc %d why %s", rc, why);
+    a.fallback = 0;
+    rc = xc_select_and_build(&s, &a, t, why, sizeof(why));
+    CHECK(rc == XCOLL_OK && strcmp(s.algo, "hier") != 0 && strstr(why, "table order") != NULL,
+          "hier|mpi without fallback: rc %d why %s", rc, why);
+    if (rc == XCOLL_OK)
+        xc_sched_fini(&s);
+    xc_tune_free(t);
+
+    /* precedence: defaults < caller's rules < XCOLL_TUNE_FILE < XCOLL_TUNE */
+    unsetenv("XCOLL_TUNE_FILE");
+    setenv("XCOLL_TUNE", "allreduce:0-8:ring", 1);
+    CHECK(xc_tune_load(&t, "allreduce:0-1k:mpi;bcast:0-inf:chain", "drop-in defaults", err,
+                       sizeof(err)) == XCOLL_OK,
+          "caller's rules: %s", err);
+    if (t != NULL) {
+        const xc_tune_rule_t *r = xc_tune_match(t, XC_COLL_ALLREDUCE, 4, 100);
+        EXPECT(t, XC_COLL_ALLREDUCE, 4, 4, "ring");
+        EXPECT(t, XC_COLL_ALLREDUCE, 4, 100, "mpi");
+        EXPECT(t, XC_COLL_BCAST, 4, 1 << 30, "chain");
+        EXPECT(t, XC_COLL_ALLREDUCE, 4, 1 << 20, chosen(xc_tune_builtin(), XC_COLL_ALLREDUCE, 4,
+                                                        1 << 20));
+        CHECK(r != NULL && strcmp(t->sources[r->source], "drop-in defaults") == 0, "source %s",
+              r ? t->sources[r->source] : "-");
+        xc_tune_free(t);
+    }
+    unsetenv("XCOLL_TUNE");
+    CHECK(xc_tune_load(&t, "allreduce:0-1k:mip", "drop-in defaults", err, sizeof(err)) ==
+                  XCOLL_ERR_INVALID_ARG &&
+              strstr(err, "drop-in defaults: at character 16: unknown algorithm") != NULL,
+          "a bad caller's rule: %s", err);
 }
 
 /* hier declines without a topology (coll.h), so it exercises the chain. */
@@ -444,6 +529,7 @@ int main(void)
     test_errors();
     test_load();
     test_decline_chain();
+    test_mpi_fallback();
     test_comm_create();
     printf("test_select: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
