@@ -22,6 +22,7 @@ typedef struct {
     int min_size;        /* coll_xcoll_np */
     char *colls;         /* coll_xcoll_colls, parsed into mask */
     int verbose;
+    char *tune_file;     /* coll_xcoll_tune_file: replaces the built-in drop-in rules */
     xcmpi_mask_t mask;
 } mca_coll_xcoll_params_t;
 

@@ -6,7 +6,9 @@
 #include "coll_xcoll.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "ompi/datatype/ompi_datatype.h"
 #include "opal/mca/base/mca_base_var.h"
 
 mca_coll_xcoll_params_t mca_coll_xcoll_params;
@@ -74,6 +76,18 @@ static int xcoll_register(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
         &p->colls);
 
+    /* the environment's file unless the MCA parameter names another */
+    p->tune_file = getenv("XCOLL_MPI_TUNE_FILE");
+    if (p->tune_file == NULL)
+        p->tune_file = "";
+    (void)mca_base_component_var_register(c, "tune_file",
+        "Drop-in selection rules (docs/TUNING.md grammar) replacing the built-in ones, which "
+        "give to Open MPI the calls it was measured faster at (bench/dropin_sweep.sh writes "
+        "such a file; an empty file makes xcoll serve everything it can). Default: "
+        "XCOLL_MPI_TUNE_FILE",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &p->tune_file);
+
     p->verbose = 0;
     (void)mca_base_component_var_register(c, "verbose",
         "Log which calls xcoll served and which it passed back, and why (1: info, 2: debug); "
@@ -83,10 +97,21 @@ static int xcoll_register(void)
     return OMPI_SUCCESS;
 }
 
+/* Open MPI's collectives call ours with datatypes of their own (merging
+ * intercommunicators, the basic allgatherv) that carry no description, so
+ * MPI_Type_get_envelope on them raises an error: only types that are
+ * predefined or keep their constructor's arguments are asked about. */
+static int type_described(MPI_Datatype d)
+{
+    const ompi_datatype_t *t = (const ompi_datatype_t *)d;
+    return ompi_datatype_is_predefined(t) || t->args != NULL;
+}
+
 static int xcoll_open(void)
 {
     char bad[64];
     mca_coll_xcoll_params_t *p = &mca_coll_xcoll_params;
+    xcmpi_type_described = type_described;
     xcmpi_log_init(p->verbose);
     if (xcmpi_parse_colls(p->colls, &p->mask, bad, sizeof(bad)) != 0) {
         xcmpi_warn("coll_xcoll_colls: '%s' is not a collective name; xcoll takes none", bad);

@@ -25,6 +25,7 @@
 
 typedef struct mca_coll_xcoll_request_s {
     ompi_request_t super;
+    xcmpi_call_t call;        /* planned here: its layouts must outlive the operation */
     xcoll_request_t xreq;
     /* retained while xcoll works, so the xcoll communicator outlives the
      * operation even if the MPI communicator is freed meanwhile */
@@ -82,6 +83,7 @@ static void request_finish(mca_coll_xcoll_request_t *r, xcoll_status_t status)
     mca_coll_xcoll_module_t *module = r->module;
     r->xreq = NULL;
     r->module = NULL;
+    xcmpi_call_fini(&r->call);
     if (status != XCOLL_OK)
         xcmpi_error("a nonblocking collective failed in xcoll: %s", xcoll_strerror(status));
     r->super.req_status.MPI_ERROR = status == XCOLL_OK ? MPI_SUCCESS : MPI_ERR_OTHER;
@@ -127,16 +129,21 @@ void mca_coll_xcoll_progress_fini(void)
     }
 }
 
-static int request_start(mca_coll_xcoll_module_t *m, xcoll_request_t xreq,
-                         ompi_request_t **request)
+/* A request for a nonblocking call, made before the call is planned (the
+ * plan lives in it); NULL when out of memory. */
+static mca_coll_xcoll_request_t *request_new(void)
 {
     mca_coll_xcoll_request_t *r = OBJ_NEW(mca_coll_xcoll_request_t);
-    if (r == NULL) {
-        /* the operation is posted: wait for it rather than leave it behind */
-        xcmpi_error("out of memory for an MPI request; finishing the collective now");
-        (void)xcoll_wait(&xreq);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
+    if (r != NULL)
+        memset(&r->call, 0, sizeof(r->call));
+    return r;
+}
+
+/* Hands r to Open MPI as the nonblocking call's request, now that xcoll
+ * runs xreq. */
+static int request_start(mca_coll_xcoll_module_t *m, mca_coll_xcoll_request_t *r,
+                         xcoll_request_t xreq, ompi_request_t **request)
+{
     if (!progress_registered) {
         opal_progress_register(progress);
         progress_registered = true;
@@ -182,20 +189,28 @@ static int bootstrap_allgather(const void *sendbuf, void *recvbuf, size_t bytes,
 
 /* Collective over the communicator, on its first collective that xcoll
  * can serve. Every rank learns whether all succeeded, so that they never
- * split between xcoll and the fallback. */
+ * split between xcoll and the fallback. A rank whose drop-in rules file
+ * cannot be read still joins, and then fails the agreement. */
 static void comm_create(mca_coll_xcoll_module_t *m)
 {
     xcoll_bootstrap_t boot;
+    xcoll_config_t cfg;
     xcoll_status_t status;
-    char label[MPI_MAX_OBJECT_NAME + 32];
-    int ok, all_ok = 0;
+    char label[MPI_MAX_OBJECT_NAME + 32], *rules = NULL;
+    int ok, all_ok = 0, rules_ok;
 
     boot.rank = ompi_comm_rank(m->comm);
     boot.size = ompi_comm_size(m->comm);
     boot.allgather = bootstrap_allgather;
     boot.ctx = m;
-    status = xcoll_comm_create(&boot, NULL, &m->xcomm);
-    ok = status == XCOLL_OK;
+    status = xcoll_config_init(&cfg);
+    rules_ok = xcmpi_config_rules(&cfg, mca_coll_xcoll_params.tune_file, &rules) == 0;
+    if (status == XCOLL_OK)
+        status = xcoll_comm_create(&boot, &cfg, &m->xcomm);
+    else
+        m->xcomm = NULL;
+    free(rules);
+    ok = status == XCOLL_OK && rules_ok;
     if (m->prev.coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, m->comm,
                                m->prev.coll_allreduce_module) != OMPI_SUCCESS)
         all_ok = 0;
@@ -210,50 +225,68 @@ static void comm_create(mca_coll_xcoll_module_t *m)
     m->xcomm = NULL;
     m->state = XCOLL_OMPI_COMM_FAILED;
     xcmpi_warn("no xcoll communicator for %s (%s); Open MPI serves its collectives", label,
-               ok ? "it failed on another rank" : xcoll_strerror(status));
+               !ok ? (status != XCOLL_OK ? xcoll_strerror(status) : "its drop-in rules file")
+                   : "it failed on another rank");
 }
 
 /* --- serving a call ----------------------------------------------------------- */
 
-/* Whether xcoll takes the call: why is the planner's verdict (NULL: it
- * can). Logs the choice either way. */
-static bool take(mca_coll_xcoll_module_t *m, const xcmpi_call_t *call, bool nonblocking,
-                 const char *why)
+static void log_passed_back(mca_coll_xcoll_module_t *m, const xcmpi_call_t *call,
+                            bool nonblocking, const char *why)
 {
     char label[MPI_MAX_OBJECT_NAME + 32];
+    if (xcmpi_log_level < XCMPI_LOG_INFO)
+        return;
+    comm_label(m, label, sizeof(label));
+    xcmpi_info("passed back %s on %s: %s", xcmpi_coll_name(call->coll, nonblocking), label, why);
+}
+
+/* Serves a planned call in xcoll if it can (why: the planner's verdict,
+ * NULL if xcoll can). Returns true with *rc set when xcoll took it: a
+ * nonblocking one then runs behind *request (r, where the call was
+ * planned), a blocking one is done. Returns false when the call goes
+ * back to the previous module; the call is released either way. */
+static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *why,
+                  mca_coll_xcoll_request_t *r, ompi_request_t **request, int *rc)
+{
+    const bool nonblocking = request != NULL;
+    const char *name = xcmpi_coll_name(call->coll, nonblocking);
+    char label[MPI_MAX_OBJECT_NAME + 32], what[160];
+    xcoll_request_t xreq = NULL;
+    xcoll_status_t status;
+    int declined;
+
     if (why == NULL && m->state == XCOLL_OMPI_COMM_NONE)
         comm_create(m);
     if (why == NULL && m->state != XCOLL_OMPI_COMM_READY)
         why = "no xcoll communicator";
-    if (why != NULL && xcmpi_log_level >= XCMPI_LOG_INFO) {
-        comm_label(m, label, sizeof(label));
-        xcmpi_info("passed back %s on %s: %s", xcmpi_coll_name(call->coll, nonblocking), label,
-                   why);
+    if (why != NULL)
+        status = XCOLL_DECLINED;
+    else if ((declined = xcmpi_declined(call, m->xcomm)) != 0)
+        status = declined > 0 ? XCOLL_DECLINED : XCOLL_ERR_INTERNAL;
+    else
+        status = xcmpi_start(call, m->xcomm, &xreq);
+    if (status == XCOLL_DECLINED) {
+        log_passed_back(m, call, nonblocking, why != NULL ? why : XCMPI_MPI_FASTER);
+        xcmpi_call_fini(call);
+        return false;
     }
-    return why == NULL;
-}
-
-/* Runs a call xcoll takes: a nonblocking one returns its MPI request, a
- * blocking one returns when done. */
-static int serve(mca_coll_xcoll_module_t *m, const xcmpi_call_t *call, ompi_request_t **request)
-{
-    xcoll_request_t xreq = NULL;
-    xcoll_status_t status = xcmpi_start(call, m->xcomm, &xreq);
-    const char *name = xcmpi_coll_name(call->coll, request != NULL);
-    char label[MPI_MAX_OBJECT_NAME + 32], what[128];
-
     comm_label(m, label, sizeof(label));
     if (status != XCOLL_OK) {
         xcmpi_error("%s on %s: xcoll could not start it: %s", name, label,
                     xcoll_strerror(status));
-        return OMPI_ERROR;
+        xcmpi_call_fini(call);
+        *rc = OMPI_ERROR;
+        return true;
     }
     if (xcmpi_log_level >= XCMPI_LOG_INFO) {
         xcmpi_describe(call, what, sizeof(what));
         xcmpi_info("served %s on %s: %s", name, label, what);
     }
-    if (request != NULL)
-        return request_start(m, xreq, request);
+    if (nonblocking) {
+        *rc = request_start(m, r, xreq, request);
+        return true;
+    }
     for (;;) {
         int done = 0;
         status = xcoll_test(&xreq, &done);
@@ -261,28 +294,52 @@ static int serve(mca_coll_xcoll_module_t *m, const xcmpi_call_t *call, ompi_requ
             break;
         opal_progress();
     }
+    xcmpi_call_fini(call);
     if (status != XCOLL_OK) {
         xcmpi_error("%s on %s failed in xcoll: %s", name, label, xcoll_strerror(status));
-        return OMPI_ERROR;
+        *rc = OMPI_ERROR;
+        return true;
     }
-    return OMPI_SUCCESS;
-}
-
-static int type_query(MPI_Datatype dtype, xcmpi_type_t *info)
-{
-    ptrdiff_t lb = 0, extent = 0;
-    size_t size = 0;
-    info->predefined = ompi_datatype_is_predefined(dtype) ? 1 : 0;
-    if (ompi_datatype_type_size(dtype, &size) != OMPI_SUCCESS ||
-        ompi_datatype_get_true_extent(dtype, &lb, &extent) != OMPI_SUCCESS || extent < 0)
-        return -1;
-    info->size = size;
-    info->true_lb = (long)lb;
-    info->true_extent = (size_t)extent;
-    return 0;
+    *rc = OMPI_SUCCESS;
+    return true;
 }
 
 #define XMODULE(module) ((mca_coll_xcoll_module_t *)(module))
+
+/* The shape of every entry point. A blocking one plans on the stack; a
+ * nonblocking one plans into its request, which goes back to the free
+ * list when the call is passed back. PLAN is the planner call, with
+ * `call` naming the call to fill; PASS the previous module's call. */
+#define SERVE_BLOCKING(PLAN, PASS)                                            \
+    do {                                                                      \
+        mca_coll_xcoll_module_t *m = XMODULE(module);                         \
+        xcmpi_call_t call_, *call = &call_;                                   \
+        int rc_;                                                              \
+        const char *why_ = (PLAN);                                            \
+        if (serve(m, call, why_, NULL, NULL, &rc_))                           \
+            return rc_;                                                       \
+        return (PASS);                                                        \
+    } while (0)
+
+#define SERVE_NONBLOCKING(PLAN, PASS)                                         \
+    do {                                                                      \
+        mca_coll_xcoll_module_t *m = XMODULE(module);                         \
+        mca_coll_xcoll_request_t *r_ = request_new();                         \
+        xcmpi_call_t *call;                                                   \
+        int rc_;                                                              \
+        const char *why_;                                                     \
+        if (r_ == NULL)                                                       \
+            return (PASS);                                                    \
+        call = &r_->call;                                                     \
+        why_ = (PLAN);                                                        \
+        if (serve(m, call, why_, r_, request, &rc_)) {                        \
+            if (rc_ != OMPI_SUCCESS)                                          \
+                OBJ_RELEASE(r_);                                              \
+            return rc_;                                                       \
+        }                                                                     \
+        OBJ_RELEASE(r_);                                                      \
+        return (PASS);                                                        \
+    } while (0)
 
 /* --- entry points ----------------------------------------------------------------- */
 
@@ -290,93 +347,64 @@ static int entry_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
                            mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_allreduce(&call, sbuf, rbuf, count, dtype, op);
-    if (take(m, &call, false, why))
-        return serve(m, &call, NULL);
-    return m->prev.coll_allreduce(sbuf, rbuf, count, dtype, op, comm,
-                                  m->prev.coll_allreduce_module);
+    SERVE_BLOCKING(xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
+                   m->prev.coll_allreduce(sbuf, rbuf, count, dtype, op, comm,
+                                          m->prev.coll_allreduce_module));
 }
 
 static int entry_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_allreduce(&call, sbuf, rbuf, count, dtype, op);
-    if (take(m, &call, true, why))
-        return serve(m, &call, request);
-    return m->prev.coll_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
-                                   m->prev.coll_iallreduce_module);
+    SERVE_NONBLOCKING(xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
+                      m->prev.coll_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+                                              m->prev.coll_iallreduce_module));
 }
 
 static int entry_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_bcast(&call, buf, count, dtype, root, ompi_comm_size(comm),
-                                       type_query);
-    if (take(m, &call, false, why))
-        return serve(m, &call, NULL);
-    return m->prev.coll_bcast(buf, count, dtype, root, comm, m->prev.coll_bcast_module);
+    SERVE_BLOCKING(xcmpi_plan_bcast(call, buf, count, dtype, root, ompi_comm_size(comm)),
+                   m->prev.coll_bcast(buf, count, dtype, root, comm, m->prev.coll_bcast_module));
 }
 
 static int entry_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                         struct ompi_communicator_t *comm, ompi_request_t **request,
                         mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_bcast(&call, buf, count, dtype, root, ompi_comm_size(comm),
-                                       type_query);
-    if (take(m, &call, true, why))
-        return serve(m, &call, request);
-    return m->prev.coll_ibcast(buf, count, dtype, root, comm, request, m->prev.coll_ibcast_module);
+    SERVE_NONBLOCKING(xcmpi_plan_bcast(call, buf, count, dtype, root, ompi_comm_size(comm)),
+                      m->prev.coll_ibcast(buf, count, dtype, root, comm, request,
+                                          m->prev.coll_ibcast_module));
 }
 
 static int entry_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                         struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                         mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_reduce(&call, sbuf, rbuf, count, dtype, op, root,
-                                        ompi_comm_rank(comm), ompi_comm_size(comm));
-    if (take(m, &call, false, why))
-        return serve(m, &call, NULL);
-    return m->prev.coll_reduce(sbuf, rbuf, count, dtype, op, root, comm,
-                               m->prev.coll_reduce_module);
+    SERVE_BLOCKING(xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root,
+                                     ompi_comm_rank(comm), ompi_comm_size(comm)),
+                   m->prev.coll_reduce(sbuf, rbuf, count, dtype, op, root, comm,
+                                       m->prev.coll_reduce_module));
 }
 
 static int entry_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                          struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                          ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_reduce(&call, sbuf, rbuf, count, dtype, op, root,
-                                        ompi_comm_rank(comm), ompi_comm_size(comm));
-    if (take(m, &call, true, why))
-        return serve(m, &call, request);
-    return m->prev.coll_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request,
-                                m->prev.coll_ireduce_module);
+    SERVE_NONBLOCKING(xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root,
+                                        ompi_comm_rank(comm), ompi_comm_size(comm)),
+                      m->prev.coll_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request,
+                                           m->prev.coll_ireduce_module));
 }
 
 static int entry_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_allgather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                           type_query);
-    if (take(m, &call, false, why))
-        return serve(m, &call, NULL);
-    return m->prev.coll_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                  m->prev.coll_allgather_module);
+    SERVE_BLOCKING(xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                        ompi_comm_size(comm)),
+                   m->prev.coll_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                          m->prev.coll_allgather_module));
 }
 
 static int entry_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -384,14 +412,10 @@ static int entry_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
                             struct ompi_communicator_t *comm, ompi_request_t **request,
                             mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_allgather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                           type_query);
-    if (take(m, &call, true, why))
-        return serve(m, &call, request);
-    return m->prev.coll_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
-                                   m->prev.coll_iallgather_module);
+    SERVE_NONBLOCKING(xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                           ompi_comm_size(comm)),
+                      m->prev.coll_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                              request, m->prev.coll_iallgather_module));
 }
 
 static int entry_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -399,13 +423,10 @@ static int entry_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                       struct ompi_communicator_t *comm,
                                       mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_reduce_scatter_block(&call, sbuf, rbuf, rcount, dtype, op);
-    if (take(m, &call, false, why))
-        return serve(m, &call, NULL);
-    return m->prev.coll_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
-                                             m->prev.coll_reduce_scatter_block_module);
+    SERVE_BLOCKING(xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
+                                                   ompi_comm_size(comm)),
+                   m->prev.coll_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
+                                                     m->prev.coll_reduce_scatter_block_module));
 }
 
 static int entry_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -413,27 +434,21 @@ static int entry_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                        struct ompi_communicator_t *comm, ompi_request_t **request,
                                        mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_reduce_scatter_block(&call, sbuf, rbuf, rcount, dtype, op);
-    if (take(m, &call, true, why))
-        return serve(m, &call, request);
-    return m->prev.coll_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
-                                              m->prev.coll_ireduce_scatter_block_module);
+    SERVE_NONBLOCKING(xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
+                                                      ompi_comm_size(comm)),
+                      m->prev.coll_ireduce_scatter_block(
+                          sbuf, rbuf, rcount, dtype, op, comm, request,
+                          m->prev.coll_ireduce_scatter_block_module));
 }
 
 static int entry_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                 struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_reduce_scatter(&call, sbuf, rbuf, rcounts, dtype, op,
-                                                ompi_comm_size(comm));
-    if (take(m, &call, false, why))
-        return serve(m, &call, NULL);
-    return m->prev.coll_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
-                                       m->prev.coll_reduce_scatter_module);
+    SERVE_BLOCKING(xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
+                                             ompi_comm_size(comm)),
+                   m->prev.coll_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
+                                               m->prev.coll_reduce_scatter_module));
 }
 
 static int entry_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
@@ -441,28 +456,20 @@ static int entry_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcount
                                  struct ompi_communicator_t *comm, ompi_request_t **request,
                                  mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_reduce_scatter(&call, sbuf, rbuf, rcounts, dtype, op,
-                                                ompi_comm_size(comm));
-    if (take(m, &call, true, why))
-        return serve(m, &call, request);
-    return m->prev.coll_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
-                                        m->prev.coll_ireduce_scatter_module);
+    SERVE_NONBLOCKING(xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
+                                                ompi_comm_size(comm)),
+                      m->prev.coll_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
+                                                   m->prev.coll_ireduce_scatter_module));
 }
 
 static int entry_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                           int rcount, struct ompi_datatype_t *rdtype,
                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_alltoall(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                          type_query);
-    if (take(m, &call, false, why))
-        return serve(m, &call, NULL);
-    return m->prev.coll_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                 m->prev.coll_alltoall_module);
+    SERVE_BLOCKING(xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                       ompi_comm_size(comm)),
+                   m->prev.coll_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                         m->prev.coll_alltoall_module));
 }
 
 static int entry_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -470,28 +477,20 @@ static int entry_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t 
                            struct ompi_communicator_t *comm, ompi_request_t **request,
                            mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_alltoall(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                          type_query);
-    if (take(m, &call, true, why))
-        return serve(m, &call, request);
-    return m->prev.coll_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
-                                  m->prev.coll_ialltoall_module);
+    SERVE_NONBLOCKING(xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                          ompi_comm_size(comm)),
+                      m->prev.coll_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                             request, m->prev.coll_ialltoall_module));
 }
 
 static int entry_gather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                         int rcount, struct ompi_datatype_t *rdtype, int root,
                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_gather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
-                                        ompi_comm_rank(comm), ompi_comm_size(comm), type_query);
-    if (take(m, &call, false, why))
-        return serve(m, &call, NULL);
-    return m->prev.coll_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
-                               m->prev.coll_gather_module);
+    SERVE_BLOCKING(xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                     ompi_comm_rank(comm), ompi_comm_size(comm)),
+                   m->prev.coll_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                                       m->prev.coll_gather_module));
 }
 
 static int entry_igather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
@@ -499,28 +498,20 @@ static int entry_igather(const void *sbuf, int scount, struct ompi_datatype_t *s
                          struct ompi_communicator_t *comm, ompi_request_t **request,
                          mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_gather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
-                                        ompi_comm_rank(comm), ompi_comm_size(comm), type_query);
-    if (take(m, &call, true, why))
-        return serve(m, &call, request);
-    return m->prev.coll_igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
-                                m->prev.coll_igather_module);
+    SERVE_NONBLOCKING(xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                        ompi_comm_rank(comm), ompi_comm_size(comm)),
+                      m->prev.coll_igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                                           request, m->prev.coll_igather_module));
 }
 
 static int entry_scatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype, void *rbuf,
                          int rcount, struct ompi_datatype_t *rdtype, int root,
                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_scatter(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
-                                         ompi_comm_rank(comm), ompi_comm_size(comm), type_query);
-    if (take(m, &call, false, why))
-        return serve(m, &call, NULL);
-    return m->prev.coll_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
-                                m->prev.coll_scatter_module);
+    SERVE_BLOCKING(xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                      ompi_comm_rank(comm), ompi_comm_size(comm)),
+                   m->prev.coll_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                                        m->prev.coll_scatter_module));
 }
 
 static int entry_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -528,35 +519,28 @@ static int entry_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *
                           struct ompi_communicator_t *comm, ompi_request_t **request,
                           mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    const char *why = xcmpi_plan_scatter(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
-                                         ompi_comm_rank(comm), ompi_comm_size(comm), type_query);
-    if (take(m, &call, true, why))
-        return serve(m, &call, request);
-    return m->prev.coll_iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request,
-                                 m->prev.coll_iscatter_module);
+    SERVE_NONBLOCKING(xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                         ompi_comm_rank(comm), ompi_comm_size(comm)),
+                      m->prev.coll_iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                            comm, request, m->prev.coll_iscatter_module));
+}
+
+static const char *plan_barrier(xcmpi_call_t *call)
+{
+    xcmpi_plan_barrier(call);
+    return NULL;
 }
 
 static int entry_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    xcmpi_plan_barrier(&call);
-    if (take(m, &call, false, NULL))
-        return serve(m, &call, NULL);
-    return m->prev.coll_barrier(comm, m->prev.coll_barrier_module);
+    SERVE_BLOCKING(plan_barrier(call), m->prev.coll_barrier(comm, m->prev.coll_barrier_module));
 }
 
 static int entry_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
                           mca_coll_base_module_t *module)
 {
-    mca_coll_xcoll_module_t *m = XMODULE(module);
-    xcmpi_call_t call;
-    xcmpi_plan_barrier(&call);
-    if (take(m, &call, true, NULL))
-        return serve(m, &call, request);
-    return m->prev.coll_ibarrier(comm, request, m->prev.coll_ibarrier_module);
+    SERVE_NONBLOCKING(plan_barrier(call),
+                      m->prev.coll_ibarrier(comm, request, m->prev.coll_ibarrier_module));
 }
 
 /* --- the module ------------------------------------------------------------------- */

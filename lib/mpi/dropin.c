@@ -5,6 +5,7 @@
  */
 #include <mpi.h>
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,92 +139,117 @@ void xcmpi_log_write(int level, const char *fmt, ...)
 
 /* --- translating a call -------------------------------------------------------- */
 
-/* The xcoll element type of a predefined MPI type that reductions accept,
- * or -1. MPI_CHAR and MPI_BYTE are left to MPI, which rejects arithmetic
- * on them; there is no xcoll 16-bit integer or long double. */
-static int reduce_dtype(MPI_Datatype d)
-{
-    if (d == MPI_DATATYPE_NULL)
-        return -1;
-    if (d == MPI_INT8_T || d == MPI_SIGNED_CHAR)
-        return XCOLL_INT8;
-    if (d == MPI_UINT8_T || d == MPI_UNSIGNED_CHAR)
-        return XCOLL_UINT8;
-    if (d == MPI_INT32_T)
-        return XCOLL_INT32;
-    if (d == MPI_UINT32_T)
-        return XCOLL_UINT32;
-    if (d == MPI_INT64_T || d == MPI_LONG_LONG_INT || d == MPI_LONG_LONG)
-        return XCOLL_INT64;
-    if (d == MPI_UINT64_T || d == MPI_UNSIGNED_LONG_LONG)
-        return XCOLL_UINT64;
-    if (d == MPI_INT)
-        return sizeof(int) == 4 ? XCOLL_INT32 : sizeof(int) == 8 ? XCOLL_INT64 : -1;
-    if (d == MPI_UNSIGNED)
-        return sizeof(unsigned) == 4 ? XCOLL_UINT32 : sizeof(unsigned) == 8 ? XCOLL_UINT64 : -1;
-    if (d == MPI_LONG)
-        return sizeof(long) == 8 ? XCOLL_INT64 : sizeof(long) == 4 ? XCOLL_INT32 : -1;
-    if (d == MPI_UNSIGNED_LONG)
-        return sizeof(long) == 8 ? XCOLL_UINT64 : sizeof(long) == 4 ? XCOLL_UINT32 : -1;
-    if (d == MPI_FLOAT)
-        return sizeof(float) == 4 ? XCOLL_FLOAT32 : -1;
-    if (d == MPI_DOUBLE)
-        return sizeof(double) == 8 ? XCOLL_FLOAT64 : -1;
-    return -1;
-}
-
-/* Translates a reduction's type and op; NULL or the reason they cannot be. */
-static const char *reduce_args(xcmpi_call_t *call, MPI_Datatype dtype, MPI_Op op)
-{
-    int d = reduce_dtype(dtype);
-    int is_float;
-    if (d < 0)
-        return "datatype is not a predefined type with an xcoll element type "
-               "(8/32/64-bit integers, float, double)";
-    call->dtype = (xcoll_dtype_t)d;
-    is_float = d == XCOLL_FLOAT32 || d == XCOLL_FLOAT64;
-    if (op == MPI_SUM)
-        call->op = XCOLL_SUM;
-    else if (op == MPI_PROD)
-        call->op = XCOLL_PROD;
-    else if (op == MPI_MIN)
-        call->op = XCOLL_MIN;
-    else if (op == MPI_MAX)
-        call->op = XCOLL_MAX;
-    else if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR) {
-        if (is_float)
-            return "bitwise op on a floating-point type (MPI reports the error)";
-        call->op = op == MPI_BAND ? XCOLL_BAND : op == MPI_BOR ? XCOLL_BOR : XCOLL_BXOR;
-    } else
-        return "op is not one of SUM, PROD, MIN, MAX, BAND, BOR, BXOR "
-               "(user op, MINLOC/MAXLOC, logical op or invalid)";
-    return NULL;
-}
-
-/* Bytes of count elements of a contiguous predefined type, or the reason
- * the type cannot be moved as plain bytes. */
-static const char *contiguous_bytes(MPI_Datatype dtype, int count, xcmpi_type_query_fn query,
-                                    size_t *bytes)
-{
-    xcmpi_type_t info;
-    if (count < 0)
-        return "negative count (MPI reports the error)";
-    if (dtype == MPI_DATATYPE_NULL || query(dtype, &info) != 0)
-        return "invalid datatype (MPI reports the error)";
-    if (!info.predefined)
-        return "derived datatype";
-    if (info.true_lb != 0 || info.true_extent != info.size || info.size == 0)
-        return "datatype is not contiguous";
-    *bytes = (size_t)count * info.size;
-    return NULL;
-}
-
 static void plan_init(xcmpi_call_t *call, xcmpi_coll_t coll)
 {
     memset(call, 0, sizeof(*call));
     call->coll = coll;
-    call->dtype = XCOLL_UINT8;
-    call->op = XCOLL_SUM;
+    call->args.dtype = XCOLL_UINT8;
+    call->args.op = XCOLL_SUM;
+}
+
+void xcmpi_call_fini(xcmpi_call_t *call)
+{
+    xcmpi_buf_fini(&call->send);
+    xcmpi_buf_fini(&call->recv);
+}
+
+static const char *const bad_type = "invalid datatype (MPI reports the error)";
+static const char *const bad_count = "negative count (MPI reports the error)";
+static const char *const bad_root = "root out of range (MPI reports the error)";
+static const char *const bad_in_place =
+    "MPI_IN_PLACE on a rank other than the root (MPI reports the error)";
+static const char *const sizes_differ = "send and receive sizes differ (MPI reports the error)";
+
+/* The bytes of count elements of dtype; NULL, or why not (erroneous). */
+static const char *data_bytes(MPI_Datatype dtype, int count, size_t *bytes)
+{
+    xcmpi_typemap_t *tm;
+    if (count < 0)
+        return bad_count;
+    if ((tm = xcmpi_typemap_get(dtype)) == NULL)
+        return bad_type;
+    *bytes = (size_t)count * tm->size;
+    xcmpi_typemap_put(tm);
+    return NULL;
+}
+
+/* Records one side of the call: count elements of dtype at buf. How it is
+ * described to xcoll (an address, or a layout) is this rank's own affair
+ * and waits for xcmpi_start: never a reason to pass the call back. */
+static const char *side(xcmpi_call_t *call, xcmpi_buf_t *b, const void *buf, size_t count,
+                        MPI_Datatype dtype, int is_send)
+{
+    xcmpi_side_t *sd = is_send ? &call->send_side : &call->recv_side;
+    (void)b;
+    sd->buf = buf;
+    sd->count = count;
+    sd->dtype = dtype;
+    sd->used = 1;
+    return NULL;
+}
+
+/* Describes a recorded side to xcoll; NULL, or why it cannot be. */
+static const char *bind_side(xcmpi_call_t *call, int is_send)
+{
+    xcmpi_side_t *sd = is_send ? &call->send_side : &call->recv_side;
+    xcmpi_buf_t *b = is_send ? &call->send : &call->recv;
+    xcmpi_typemap_t *tm;
+    void *contig;
+    int rc;
+    if (!sd->used)
+        return NULL;
+    if ((tm = xcmpi_typemap_get(sd->dtype)) == NULL)
+        return bad_type;
+    rc = xcmpi_buf_init(b, tm, sd->buf, sd->count, &contig);
+    xcmpi_typemap_put(tm);
+    if (rc < 0)
+        return "out of memory, or the buffer's size overflows";
+    if (is_send) {
+        call->args.sendbuf = contig;
+        call->args.send_layout = rc > 0 ? &b->layout : NULL;
+    } else {
+        call->args.recvbuf = contig;
+        call->args.recv_layout = rc > 0 ? &b->layout : NULL;
+    }
+    return NULL;
+}
+
+/* A reduction's element type and op, from the type signature and the op:
+ * the same verdict on every rank. */
+static const char *reduce_args(xcmpi_call_t *call, MPI_Datatype dtype, int count, MPI_Op op)
+{
+    xcmpi_typemap_t *tm;
+    int d, bitwise = 0;
+    size_t n;
+    if (op == MPI_SUM)
+        call->args.op = XCOLL_SUM;
+    else if (op == MPI_PROD)
+        call->args.op = XCOLL_PROD;
+    else if (op == MPI_MIN)
+        call->args.op = XCOLL_MIN;
+    else if (op == MPI_MAX)
+        call->args.op = XCOLL_MAX;
+    else if (op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR) {
+        call->args.op = op == MPI_BAND ? XCOLL_BAND : op == MPI_BOR ? XCOLL_BOR : XCOLL_BXOR;
+        bitwise = 1;
+    } else
+        return "op is not one of SUM, PROD, MIN, MAX, BAND, BOR, BXOR "
+               "(user op, MINLOC/MAXLOC, logical op or invalid)";
+    if (count < 0)
+        return bad_count;
+    if ((tm = xcmpi_typemap_get(dtype)) == NULL)
+        return bad_type;
+    d = tm->basic != MPI_DATATYPE_NULL ? xcmpi_reduce_dtype(tm->basic) : -1;
+    n = tm->nbasic;
+    xcmpi_typemap_put(tm);
+    if (d < 0)
+        return "datatype is not made of one basic type xcoll reduces "
+               "(8/32/64-bit integers, float, double)";
+    if (bitwise && (d == XCOLL_FLOAT32 || d == XCOLL_FLOAT64))
+        return "bitwise op on a floating-point type (MPI reports the error)";
+    call->args.dtype = (xcoll_dtype_t)d;
+    call->args.count = (size_t)count * n;
+    return NULL;
 }
 
 const char *xcmpi_plan_allreduce(xcmpi_call_t *call, const void *sbuf, void *rbuf, int count,
@@ -231,28 +257,28 @@ const char *xcmpi_plan_allreduce(xcmpi_call_t *call, const void *sbuf, void *rbu
 {
     const char *why;
     plan_init(call, XCMPI_ALLREDUCE);
-    if (count < 0)
-        return "negative count (MPI reports the error)";
-    if ((why = reduce_args(call, dtype, op)) != NULL)
+    call->args.coll = XCOLL_COLL_ALLREDUCE;
+    if ((why = reduce_args(call, dtype, count, op)) != NULL)
         return why;
-    call->sendbuf = sbuf == MPI_IN_PLACE ? XCOLL_IN_PLACE : sbuf;
-    call->recvbuf = rbuf;
-    call->count = (size_t)count;
-    return NULL;
+    if (sbuf == MPI_IN_PLACE)
+        call->args.sendbuf = XCOLL_IN_PLACE;
+    else if ((why = side(call, &call->send, sbuf, (size_t)count, dtype, 1)) != NULL)
+        return why;
+    return side(call, &call->recv, rbuf, (size_t)count, dtype, 0);
 }
 
 const char *xcmpi_plan_bcast(xcmpi_call_t *call, void *buf, int count, MPI_Datatype dtype,
-                             int root, int size, xcmpi_type_query_fn query)
+                             int root, int size)
 {
     const char *why;
     plan_init(call, XCMPI_BCAST);
+    call->args.coll = XCOLL_COLL_BCAST;
+    call->args.root = root;
     if (root < 0 || root >= size)
-        return "root out of range (MPI reports the error)";
-    if ((why = contiguous_bytes(dtype, count, query, &call->count)) != NULL)
+        return bad_root;
+    if ((why = data_bytes(dtype, count, &call->args.count)) != NULL)
         return why;
-    call->recvbuf = buf;
-    call->root = root;
-    return NULL;
+    return side(call, &call->recv, buf, (size_t)count, dtype, 0);
 }
 
 const char *xcmpi_plan_reduce(xcmpi_call_t *call, const void *sbuf, void *rbuf, int count,
@@ -260,65 +286,82 @@ const char *xcmpi_plan_reduce(xcmpi_call_t *call, const void *sbuf, void *rbuf, 
 {
     const char *why;
     plan_init(call, XCMPI_REDUCE);
+    call->args.coll = XCOLL_COLL_REDUCE;
+    call->args.root = root;
     if (root < 0 || root >= size)
-        return "root out of range (MPI reports the error)";
-    if (count < 0)
-        return "negative count (MPI reports the error)";
-    if ((why = reduce_args(call, dtype, op)) != NULL)
+        return bad_root;
+    if ((why = reduce_args(call, dtype, count, op)) != NULL)
         return why;
-    if (sbuf == MPI_IN_PLACE && rank != root)
-        return "MPI_IN_PLACE on a rank other than the root (MPI reports the error)";
-    call->sendbuf = sbuf == MPI_IN_PLACE ? XCOLL_IN_PLACE : sbuf;
-    call->recvbuf = rank == root ? rbuf : NULL;
-    call->count = (size_t)count;
-    call->root = root;
-    return NULL;
+    if (sbuf == MPI_IN_PLACE) {
+        if (rank != root)
+            return bad_in_place;
+        call->args.sendbuf = XCOLL_IN_PLACE;
+    } else if ((why = side(call, &call->send, sbuf, (size_t)count, dtype, 1)) != NULL) {
+        return why;
+    }
+    if (rank != root)
+        return NULL;
+    return side(call, &call->recv, rbuf, (size_t)count, dtype, 0);
 }
 
-/* The byte count of a collective whose send and receive sides must carry
- * the same bytes; in place, only the receive side counts. */
+/* The block bytes of a collective whose send side must carry what the
+ * receive side takes; in place, only the receive side counts. */
 static const char *matching_bytes(const void *sbuf, int scount, MPI_Datatype sdtype, int rcount,
-                                  MPI_Datatype rdtype, xcmpi_type_query_fn query, size_t *bytes)
+                                  MPI_Datatype rdtype, size_t *bytes)
 {
     const char *why;
     size_t sbytes;
-    if ((why = contiguous_bytes(rdtype, rcount, query, bytes)) != NULL)
+    if ((why = data_bytes(rdtype, rcount, bytes)) != NULL)
         return why;
     if (sbuf == MPI_IN_PLACE)
         return NULL;
-    if ((why = contiguous_bytes(sdtype, scount, query, &sbytes)) != NULL)
+    if ((why = data_bytes(sdtype, scount, &sbytes)) != NULL)
         return why;
-    if (sbytes != *bytes)
-        return "send and receive sizes differ";
-    return NULL;
+    return sbytes == *bytes ? NULL : sizes_differ;
+}
+
+/* Both sides of a collective whose receive side (and, unless in place,
+ * send side) holds size blocks (or one): allgather, alltoall, gathers. */
+static const char *both_sides(xcmpi_call_t *call, const void *sbuf, int scount,
+                              MPI_Datatype sdtype, size_t sblocks, void *rbuf, int rcount,
+                              MPI_Datatype rdtype, size_t rblocks)
+{
+    const char *why;
+    if (sbuf == MPI_IN_PLACE)
+        call->args.sendbuf = XCOLL_IN_PLACE;
+    else if ((why = side(call, &call->send, sbuf, (size_t)scount * sblocks, sdtype, 1)) != NULL)
+        return why;
+    return side(call, &call->recv, rbuf, (size_t)rcount * rblocks, rdtype, 0);
 }
 
 const char *xcmpi_plan_allgather(xcmpi_call_t *call, const void *sbuf, int scount,
                                  MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
-                                 xcmpi_type_query_fn query)
+                                 int size)
 {
     const char *why;
     plan_init(call, XCMPI_ALLGATHER);
-    if ((why = matching_bytes(sbuf, scount, sdtype, rcount, rdtype, query, &call->count)) != NULL)
+    call->args.coll = XCOLL_COLL_ALLGATHER;
+    if ((why = matching_bytes(sbuf, scount, sdtype, rcount, rdtype, &call->args.count)) != NULL)
         return why;
-    call->sendbuf = sbuf == MPI_IN_PLACE ? XCOLL_IN_PLACE : sbuf;
-    call->recvbuf = rbuf;
-    return NULL;
+    return both_sides(call, sbuf, scount, sdtype, 1, rbuf, rcount, rdtype, (size_t)size);
 }
 
 const char *xcmpi_plan_reduce_scatter_block(xcmpi_call_t *call, const void *sbuf, void *rbuf,
-                                            int rcount, MPI_Datatype dtype, MPI_Op op)
+                                            int rcount, MPI_Datatype dtype, MPI_Op op, int size)
 {
     const char *why;
     plan_init(call, XCMPI_REDUCE_SCATTER_BLOCK);
-    if (rcount < 0)
-        return "negative count (MPI reports the error)";
-    if ((why = reduce_args(call, dtype, op)) != NULL)
+    call->args.coll = XCOLL_COLL_REDUCE_SCATTER;
+    if ((why = reduce_args(call, dtype, rcount, op)) != NULL)
         return why;
-    call->sendbuf = sbuf == MPI_IN_PLACE ? XCOLL_IN_PLACE : sbuf;
-    call->recvbuf = rbuf;
-    call->count = (size_t)rcount;
-    return NULL;
+    if (sbuf == MPI_IN_PLACE) {
+        /* the whole input is in recvbuf; the result lands in its first block */
+        call->args.sendbuf = XCOLL_IN_PLACE;
+        return side(call, &call->recv, rbuf, (size_t)rcount * (size_t)size, dtype, 0);
+    }
+    if ((why = side(call, &call->send, sbuf, (size_t)rcount * (size_t)size, dtype, 1)) != NULL)
+        return why;
+    return side(call, &call->recv, rbuf, (size_t)rcount, dtype, 0);
 }
 
 const char *xcmpi_plan_reduce_scatter(xcmpi_call_t *call, const void *sbuf, void *rbuf,
@@ -326,151 +369,183 @@ const char *xcmpi_plan_reduce_scatter(xcmpi_call_t *call, const void *sbuf, void
 {
     const char *why;
     int i;
-    if (rcounts == NULL || size < 1) {
-        plan_init(call, XCMPI_REDUCE_SCATTER);
+    plan_init(call, XCMPI_REDUCE_SCATTER);
+    if (rcounts == NULL || size < 1)
         return "no receive counts (MPI reports the error)";
-    }
-    for (i = 1; i < size; i++) {
-        if (rcounts[i] != rcounts[0]) {
-            plan_init(call, XCMPI_REDUCE_SCATTER);
-            return "receive counts differ between ranks (xcoll's reduce_scatter takes equal blocks)";
-        }
-    }
-    why = xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcounts[0], dtype, op);
+    for (i = 1; i < size; i++)
+        if (rcounts[i] != rcounts[0])
+            return "receive counts differ between ranks (xcoll's reduce_scatter takes equal "
+                   "blocks)";
+    why = xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcounts[0], dtype, op, size);
     call->coll = XCMPI_REDUCE_SCATTER;
     return why;
 }
 
 const char *xcmpi_plan_alltoall(xcmpi_call_t *call, const void *sbuf, int scount,
                                 MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
-                                xcmpi_type_query_fn query)
+                                int size)
 {
     const char *why;
     plan_init(call, XCMPI_ALLTOALL);
-    if ((why = matching_bytes(sbuf, scount, sdtype, rcount, rdtype, query, &call->count)) != NULL)
+    call->args.coll = XCOLL_COLL_ALLTOALL;
+    if ((why = matching_bytes(sbuf, scount, sdtype, rcount, rdtype, &call->args.count)) != NULL)
         return why;
-    call->sendbuf = sbuf == MPI_IN_PLACE ? XCOLL_IN_PLACE : sbuf;
-    call->recvbuf = rbuf;
-    return NULL;
+    return both_sides(call, sbuf, scount, sdtype, (size_t)size, rbuf, rcount, rdtype,
+                      (size_t)size);
 }
 
 const char *xcmpi_plan_gather(xcmpi_call_t *call, const void *sbuf, int scount, MPI_Datatype sdtype,
                               void *rbuf, int rcount, MPI_Datatype rdtype, int root, int rank,
-                              int size, xcmpi_type_query_fn query)
+                              int size)
 {
     const char *why;
     plan_init(call, XCMPI_GATHER);
-    call->root = root;
+    call->args.coll = XCOLL_COLL_GATHER;
+    call->args.root = root;
     if (root < 0 || root >= size)
-        return "root out of range (MPI reports the error)";
+        return bad_root;
     if (rank == root) {
         /* the receive side is significant only at the root */
-        why = matching_bytes(sbuf, scount, sdtype, rcount, rdtype, query, &call->count);
-        call->recvbuf = rbuf;
-    } else {
-        if (sbuf == MPI_IN_PLACE)
-            return "MPI_IN_PLACE on a rank other than the root (MPI reports the error)";
-        why = contiguous_bytes(sdtype, scount, query, &call->count);
+        if ((why = matching_bytes(sbuf, scount, sdtype, rcount, rdtype, &call->args.count)) !=
+            NULL)
+            return why;
+        return both_sides(call, sbuf, scount, sdtype, 1, rbuf, rcount, rdtype, (size_t)size);
     }
-    if (why != NULL)
+    if (sbuf == MPI_IN_PLACE)
+        return bad_in_place;
+    if ((why = data_bytes(sdtype, scount, &call->args.count)) != NULL)
         return why;
-    call->sendbuf = sbuf == MPI_IN_PLACE ? XCOLL_IN_PLACE : sbuf;
-    return NULL;
+    return side(call, &call->send, sbuf, (size_t)scount, sdtype, 1);
 }
 
 const char *xcmpi_plan_scatter(xcmpi_call_t *call, const void *sbuf, int scount,
                                MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
-                               int root, int rank, int size, xcmpi_type_query_fn query)
+                               int root, int rank, int size)
 {
     const char *why;
+    size_t rbytes;
     plan_init(call, XCMPI_SCATTER);
-    call->root = root;
+    call->args.coll = XCOLL_COLL_SCATTER;
+    call->args.root = root;
     if (root < 0 || root >= size)
-        return "root out of range (MPI reports the error)";
-    if (rank == root) {
-        /* the send side is significant only at the root; in place there,
-         * the receive side is not */
-        if ((why = contiguous_bytes(sdtype, scount, query, &call->count)) != NULL)
-            return why;
-        if (rbuf != MPI_IN_PLACE) {
-            size_t rbytes;
-            if ((why = contiguous_bytes(rdtype, rcount, query, &rbytes)) != NULL)
-                return why;
-            if (rbytes != call->count)
-                return "send and receive sizes differ";
-        }
-        call->sendbuf = sbuf;
-    } else {
+        return bad_root;
+    if (rank != root) {
         if (rbuf == MPI_IN_PLACE)
-            return "MPI_IN_PLACE on a rank other than the root (MPI reports the error)";
-        if ((why = contiguous_bytes(rdtype, rcount, query, &call->count)) != NULL)
+            return bad_in_place;
+        if ((why = data_bytes(rdtype, rcount, &call->args.count)) != NULL)
             return why;
+        return side(call, &call->recv, rbuf, (size_t)rcount, rdtype, 0);
     }
-    call->recvbuf = rbuf == MPI_IN_PLACE ? (void *)XCOLL_IN_PLACE : rbuf;
-    return NULL;
+    /* the send side is significant only at the root; in place there, the
+     * receive side is not */
+    if ((why = data_bytes(sdtype, scount, &call->args.count)) != NULL)
+        return why;
+    if (rbuf != MPI_IN_PLACE) {
+        if ((why = data_bytes(rdtype, rcount, &rbytes)) != NULL)
+            return why;
+        if (rbytes != call->args.count)
+            return sizes_differ;
+    }
+    if ((why = side(call, &call->send, sbuf, (size_t)scount * (size_t)size, sdtype, 1)) != NULL)
+        return why;
+    if (rbuf == MPI_IN_PLACE) {
+        call->args.recvbuf = (void *)(uintptr_t)XCOLL_IN_PLACE;
+        return NULL;
+    }
+    return side(call, &call->recv, rbuf, (size_t)rcount, rdtype, 0);
 }
 
 void xcmpi_plan_barrier(xcmpi_call_t *call)
 {
     plan_init(call, XCMPI_BARRIER);
+    call->args.coll = XCOLL_COLL_BARRIER;
 }
 
-xcoll_status_t xcmpi_start(const xcmpi_call_t *c, xcoll_comm_t comm, xcoll_request_t *req)
+int xcmpi_declined(const xcmpi_call_t *call, xcoll_comm_t comm)
 {
-    switch (c->coll) {
-    case XCMPI_ALLREDUCE:
-        return xcoll_iallreduce(c->sendbuf, c->recvbuf, c->count, c->dtype, c->op, comm, NULL, req);
-    case XCMPI_BCAST:
-        return xcoll_ibcast(c->recvbuf, c->count, c->dtype, c->root, comm, NULL, req);
-    case XCMPI_REDUCE:
-        return xcoll_ireduce(c->sendbuf, c->recvbuf, c->count, c->dtype, c->op, c->root, comm,
-                             NULL, req);
-    case XCMPI_ALLGATHER:
-        return xcoll_iallgather(c->sendbuf, c->recvbuf, c->count, c->dtype, comm, NULL, req);
-    case XCMPI_REDUCE_SCATTER_BLOCK:
-    case XCMPI_REDUCE_SCATTER:
-        return xcoll_ireduce_scatter(c->sendbuf, c->recvbuf, c->count, c->dtype, c->op, comm,
-                                     NULL, req);
-    case XCMPI_ALLTOALL:
-        return xcoll_ialltoall(c->sendbuf, c->recvbuf, c->count, c->dtype, comm, NULL, req);
-    case XCMPI_GATHER:
-        return xcoll_igather(c->sendbuf, c->recvbuf, c->count, c->dtype, c->root, comm, NULL, req);
-    case XCMPI_SCATTER:
-        return xcoll_iscatter(c->sendbuf, c->recvbuf, c->count, c->dtype, c->root, comm, NULL,
-                              req);
-    case XCMPI_BARRIER:
-        return xcoll_ibarrier(comm, req);
-    default:
+    int declined = 0;
+    if (xcoll_declines(comm, &call->args, &declined) != XCOLL_OK)
+        return -1;
+    return declined;
+}
+
+xcoll_status_t xcmpi_start(xcmpi_call_t *call, xcoll_comm_t comm, xcoll_request_t *req)
+{
+    const char *why;
+    if ((why = bind_side(call, 1)) != NULL || (why = bind_side(call, 0)) != NULL) {
+        xcmpi_error("%s: %s", xcmpi_coll_name(call->coll, 0), why);
         return XCOLL_ERR_INVALID_ARG;
     }
+    return xcoll_start(&call->args, comm, req);
 }
 
 void xcmpi_describe(const xcmpi_call_t *c, char *buf, size_t len)
 {
+    const xcoll_args_t *a = &c->args;
+    const char *in_place = a->sendbuf == XCOLL_IN_PLACE || a->recvbuf == XCOLL_IN_PLACE
+                               ? ", in place"
+                               : "";
+    const char *packed = a->send_layout != NULL && a->recv_layout != NULL ? ", both sides packed"
+                         : a->send_layout != NULL                         ? ", send side packed"
+                         : a->recv_layout != NULL ? ", receive side packed"
+                                                  : "";
     switch (c->coll) {
     case XCMPI_ALLREDUCE:
     case XCMPI_REDUCE_SCATTER_BLOCK:
     case XCMPI_REDUCE_SCATTER:
-        snprintf(buf, len, "%zu x %s %s%s", c->count, xcoll_dtype_name(c->dtype),
-                 xcoll_op_name(c->op), c->sendbuf == XCOLL_IN_PLACE ? ", in place" : "");
+        snprintf(buf, len, "%zu x %s %s%s%s", a->count, xcoll_dtype_name(a->dtype),
+                 xcoll_op_name(a->op), in_place, packed);
         break;
     case XCMPI_REDUCE:
-        snprintf(buf, len, "%zu x %s %s, root %d%s", c->count, xcoll_dtype_name(c->dtype),
-                 xcoll_op_name(c->op), c->root, c->sendbuf == XCOLL_IN_PLACE ? ", in place" : "");
+        snprintf(buf, len, "%zu x %s %s, root %d%s%s", a->count, xcoll_dtype_name(a->dtype),
+                 xcoll_op_name(a->op), a->root, in_place, packed);
         break;
     case XCMPI_BCAST:
     case XCMPI_GATHER:
     case XCMPI_SCATTER:
-        snprintf(buf, len, "%zu bytes, root %d%s", c->count, c->root,
-                 c->sendbuf == XCOLL_IN_PLACE || c->recvbuf == XCOLL_IN_PLACE ? ", in place" : "");
+        snprintf(buf, len, "%zu bytes, root %d%s%s", a->count, a->root, in_place, packed);
         break;
     case XCMPI_ALLGATHER:
     case XCMPI_ALLTOALL:
-        snprintf(buf, len, "%zu bytes per rank%s", c->count,
-                 c->sendbuf == XCOLL_IN_PLACE ? ", in place" : "");
+        snprintf(buf, len, "%zu bytes per rank%s%s", a->count, in_place, packed);
         break;
     default:
         snprintf(buf, len, "no data");
         break;
     }
+}
+
+/* --- the drop-in selection rules ------------------------------------------------ */
+
+int xcmpi_config_rules(xcoll_config_t *cfg, const char *path, char **text)
+{
+    static char source[320];
+    FILE *f;
+    long n;
+    *text = NULL;
+    cfg->fallback = 1;
+    cfg->rules = xcmpi_rules_builtin;
+    cfg->rules_source = "drop-in defaults";
+    if (path == NULL || *path == '\0')
+        return 0;
+    f = fopen(path, "rb");
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > (1L << 20) ||
+        fseek(f, 0, SEEK_SET) != 0 || (*text = malloc((size_t)n + 1)) == NULL ||
+        fread(*text, 1, (size_t)n, f) != (size_t)n) {
+        xcmpi_error("XCOLL_MPI_TUNE_FILE=%s: cannot read it (%s); MPI serves every collective "
+                    "on every rank",
+                    path, f == NULL ? strerror(errno) : "read error or larger than 1 MiB");
+        if (f != NULL)
+            fclose(f);
+        free(*text);
+        *text = NULL;
+        cfg->rules = NULL;
+        return -1;
+    }
+    fclose(f);
+    (*text)[n] = '\0';
+    snprintf(source, sizeof(source), "XCOLL_MPI_TUNE_FILE=%s", path);
+    cfg->rules = *text;
+    cfg->rules_source = source;
+    return 0;
 }

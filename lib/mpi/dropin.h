@@ -2,15 +2,10 @@
  * dropin.h - what the two MPI drop-ins (the Open MPI coll component and
  * the PMPI library) share: the collectives they can take, the translation
  * of an MPI call's arguments into an xcoll call (or the reason it cannot
- * be translated), and a small logger.
+ * be translated), the drop-in selection rules, and a small logger.
  *
- * Include <mpi.h> first. Nothing here calls MPI: the caller describes each
- * datatype with an xcmpi_type_t, because the component asks Open MPI's
- * internals and the PMPI library asks the MPI interface.
- *
- * Every decision depends only on arguments that MPI calls significant on
- * the calling rank, so ranks that pass consistent arguments make the same
- * choice and never split between xcoll and the MPI fallback.
+ * Include <mpi.h> first. Datatypes are read through PMPI_ calls
+ * (typemap.h), which both drop-ins may make.
  */
 #ifndef XCOLL_MPI_DROPIN_H
 #define XCOLL_MPI_DROPIN_H
@@ -75,61 +70,96 @@ void xcmpi_log_write(int level, const char *fmt, ...) __attribute__((format(prin
 
 /* --- translating a call ----------------------------------------------------- */
 
-/* What the planner needs to know of an MPI datatype. */
+#include "typemap.h"
+
+/* An MPI call, translated: what xcoll gets (args) and what must live as
+ * long as the call runs (the two sides' type maps and layouts: args points
+ * into them, so a call is planned where it will stay). Data-movement
+ * collectives move bytes (dtype XCOLL_UINT8, count in bytes per block);
+ * reductions keep the element type. */
 typedef struct {
-    int predefined;   /* a named type of the MPI (not derived) */
-    size_t size;      /* bytes of data in one element */
-    long true_lb;     /* true lower bound and extent, bytes */
-    size_t true_extent;
-} xcmpi_type_t;
+    const void *buf;
+    size_t count;       /* elements of dtype */
+    MPI_Datatype dtype;
+    int used;
+} xcmpi_side_t;
 
-/* A caller's way to describe a datatype: 0 on success. */
-typedef int (*xcmpi_type_query_fn)(MPI_Datatype dtype, xcmpi_type_t *info);
-
-/* An MPI call, translated: what to pass to xcoll. Data-movement collectives
- * move bytes (dtype XCOLL_UINT8, count in bytes); reductions keep the
- * element type. */
 typedef struct {
     xcmpi_coll_t coll;
-    const void *sendbuf;
-    void *recvbuf;
-    size_t count;
-    xcoll_dtype_t dtype;
-    xcoll_op_t op;
-    int root;
+    xcoll_args_t args;
+    /* the buffers as MPI gave them, described to xcoll by xcmpi_start */
+    xcmpi_side_t send_side, recv_side;
+    xcmpi_buf_t send, recv;
 } xcmpi_call_t;
 
 /* Each planner fills *call and returns NULL when xcoll can serve the call,
  * else a static sentence saying why not (the call then goes back to MPI).
- * rank and size are the caller's in comm; query describes datatypes. */
+ *
+ * Whether xcoll serves a call depends only on what MPI requires to match
+ * on every rank: the collective, root, op, count and the type signature
+ * (the sequence of basic types, not where they are). A rank's own type
+ * map, buffer addresses and MPI_IN_PLACE only change how its side is
+ * described to xcoll (an address, or a layout that packs), never the
+ * verdict, so ranks never split between xcoll and MPI. Only erroneous
+ * calls (a negative count, an invalid type, sizes that do not match)
+ * are decided locally, and MPI then reports the error.
+ *
+ * rank and size are the caller's in the communicator. Whatever the
+ * verdict, release the call with xcmpi_call_fini. */
 const char *xcmpi_plan_allreduce(xcmpi_call_t *call, const void *sbuf, void *rbuf, int count,
                                  MPI_Datatype dtype, MPI_Op op);
 const char *xcmpi_plan_bcast(xcmpi_call_t *call, void *buf, int count, MPI_Datatype dtype,
-                             int root, int size, xcmpi_type_query_fn query);
+                             int root, int size);
 const char *xcmpi_plan_reduce(xcmpi_call_t *call, const void *sbuf, void *rbuf, int count,
                               MPI_Datatype dtype, MPI_Op op, int root, int rank, int size);
 const char *xcmpi_plan_allgather(xcmpi_call_t *call, const void *sbuf, int scount,
                                  MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
-                                 xcmpi_type_query_fn query);
+                                 int size);
 const char *xcmpi_plan_reduce_scatter_block(xcmpi_call_t *call, const void *sbuf, void *rbuf,
-                                            int rcount, MPI_Datatype dtype, MPI_Op op);
+                                            int rcount, MPI_Datatype dtype, MPI_Op op, int size);
 const char *xcmpi_plan_reduce_scatter(xcmpi_call_t *call, const void *sbuf, void *rbuf,
                                       const int *rcounts, MPI_Datatype dtype, MPI_Op op, int size);
 const char *xcmpi_plan_alltoall(xcmpi_call_t *call, const void *sbuf, int scount,
                                 MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
-                                xcmpi_type_query_fn query);
+                                int size);
 const char *xcmpi_plan_gather(xcmpi_call_t *call, const void *sbuf, int scount, MPI_Datatype sdtype,
                               void *rbuf, int rcount, MPI_Datatype rdtype, int root, int rank,
-                              int size, xcmpi_type_query_fn query);
+                              int size);
 const char *xcmpi_plan_scatter(xcmpi_call_t *call, const void *sbuf, int scount,
                                MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
-                               int root, int rank, int size, xcmpi_type_query_fn query);
+                               int root, int rank, int size);
 void xcmpi_plan_barrier(xcmpi_call_t *call);
 
-/* Posts the planned call as an xcoll nonblocking collective. */
-xcoll_status_t xcmpi_start(const xcmpi_call_t *call, xcoll_comm_t comm, xcoll_request_t *req);
+/* Drops what a planned call holds (type map references). */
+void xcmpi_call_fini(xcmpi_call_t *call);
+
+/* Whether the drop-in rules give the planned call to MPI (1) or xcoll
+ * serves it (0); -1 on an error (logged). Asked before the buffers are
+ * described, so a call that goes back costs a table lookup. */
+int xcmpi_declined(const xcmpi_call_t *call, xcoll_comm_t comm);
+
+/* Describes the call's buffers (addresses, or layouts that pack) and
+ * posts it: XCOLL_OK, XCOLL_DECLINED (nothing posted) or an error. */
+xcoll_status_t xcmpi_start(xcmpi_call_t *call, xcoll_comm_t comm, xcoll_request_t *req);
 
 /* "1024 x int32 sum, root 2" for the served-call log line. */
 void xcmpi_describe(const xcmpi_call_t *call, char *buf, size_t len);
+
+/* The passed-back reason for XCOLL_DECLINED. */
+#define XCMPI_MPI_FASTER "MPI measured faster (drop-in selection rules; XCOLL_LOG=info in xcoll shows the rule)"
+
+/* --- the drop-in selection rules ----------------------------------------------- */
+
+/* The built-in drop-in rules (lib/mpi/dropin.tune, measured by
+ * bench/dropin_sweep.sh): where MPI was faster, "mpi". */
+extern const char xcmpi_rules_builtin[];
+
+/* Sets cfg's rules for a drop-in communicator: the file named by path
+ * (XCOLL_MPI_TUNE_FILE, coll_xcoll_tune_file) when not NULL or empty, else
+ * the built-in ones; and cfg->fallback. Returns 0, or -1 (logged) when
+ * the file cannot be read: that rank must then still join
+ * xcoll_comm_create and report failure, so that every rank passes back.
+ * *text is the caller's to free (may be NULL). */
+int xcmpi_config_rules(xcoll_config_t *cfg, const char *path, char **text);
 
 #endif

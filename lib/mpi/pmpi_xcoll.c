@@ -26,8 +26,10 @@
  * XCOLL_MPI_COLLS the forms taken (syntax of coll_xcoll_colls),
  * XCOLL_LOG=info logs every decision.
  */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
 #include <mpi.h>
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -50,6 +52,7 @@ typedef struct pmpi_comm_s {
  * and MPI freed the generalized request, in either order. */
 typedef struct pmpi_req_s {
     MPI_Request greq;
+    xcmpi_call_t call;  /* planned here: its layouts must outlive the operation */
     xcoll_request_t xreq;
     pmpi_comm_t *comm;
     xcmpi_coll_t coll;
@@ -91,6 +94,7 @@ static void progress_pending(void)
         }
         *link = r->next;
         r->done = 1;
+        xcmpi_call_fini(&r->call);
         /* free_fn may run inside PMPI_Grequest_complete (then it frees r,
          * seeing done) or may have run already (then r is ours to free) */
         freed = r->mpi_freed;
@@ -197,6 +201,49 @@ static int delete_comm_state(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
+/* --- riding Open MPI's progress engine ------------------------------------------
+ * Open MPI moves everything it has pending from one loop, opal_progress,
+ * which every blocking call spins in, and components register callbacks
+ * with it. Under Open MPI the library registers one too (found at run
+ * time: nothing links against Open MPI's internals), so that a rank
+ * blocked in any MPI call, a collective MPI serves included, still moves
+ * its pending xcoll requests: MPI's progress rule (MPI-3.1 3.7.4) asks for
+ * that, and a peer may be waiting for them. Without the hook (MPICH) only
+ * the calls intercepted below progress xcoll. */
+
+typedef int (*progress_cb_t)(void);
+static int (*progress_unregister)(progress_cb_t);
+
+static int progress_hook(void)
+{
+    static int inside;
+    pmpi_req_t *before = pm.pending;
+    int n = 0;
+    if (before == NULL || inside)
+        return 0;
+    inside = 1;
+    progress_pending();
+    inside = 0;
+    /* a count for opal_progress's bookkeeping: whether anything finished */
+    if (pm.pending != before)
+        n = 1;
+    return n;
+}
+
+static void hook_progress(void)
+{
+    int (*reg)(progress_cb_t) = (int (*)(progress_cb_t))dlsym(RTLD_DEFAULT,
+                                                              "opal_progress_register");
+    progress_unregister = (int (*)(progress_cb_t))dlsym(RTLD_DEFAULT, "opal_progress_unregister");
+    if (reg == NULL || progress_unregister == NULL || reg(progress_hook) != 0) {
+        progress_unregister = NULL;
+        xcmpi_debug("no opal_progress to register with: only the intercepted calls move "
+                    "pending xcoll requests");
+        return;
+    }
+    xcmpi_debug("registered with Open MPI's progress engine");
+}
+
 /* Reads the settings once MPI runs; 0 when the library should stay out
  * of the way (MPI not running, or the keyval could not be made). */
 static int setup(void)
@@ -237,6 +284,8 @@ static int setup(void)
         return 0;
     }
     pm.ready = 1;
+    if (pm.enable)
+        hook_progress();
     return 1;
 }
 
@@ -293,19 +342,29 @@ static int bootstrap_allgather(const void *sendbuf, void *recvbuf, size_t bytes,
 }
 
 /* Collective: every rank learns whether all succeeded, so that none
- * serves a call through xcoll while another passes it back. */
+ * serves a call through xcoll while another passes it back. A rank whose
+ * drop-in rules file cannot be read still joins, then fails the
+ * agreement. */
 static void comm_create(pmpi_comm_t *c)
 {
     xcoll_bootstrap_t boot;
+    xcoll_config_t cfg;
     xcoll_status_t status;
     MPI_Request request;
-    int ok, all_ok = 0;
+    char *rules = NULL;
+    int ok, all_ok = 0, rules_ok;
     PMPI_Comm_rank(c->comm, &boot.rank);
     PMPI_Comm_size(c->comm, &boot.size);
     boot.allgather = bootstrap_allgather;
     boot.ctx = c;
-    status = xcoll_comm_create(&boot, NULL, &c->xcomm);
-    ok = status == XCOLL_OK;
+    status = xcoll_config_init(&cfg);
+    rules_ok = xcmpi_config_rules(&cfg, getenv("XCOLL_MPI_TUNE_FILE"), &rules) == 0;
+    if (status == XCOLL_OK)
+        status = xcoll_comm_create(&boot, &cfg, &c->xcomm);
+    else
+        c->xcomm = NULL;
+    free(rules);
+    ok = status == XCOLL_OK && rules_ok;
     if (finish_blocking(PMPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm, &request),
                         &request) != MPI_SUCCESS)
         all_ok = 0;
@@ -319,15 +378,22 @@ static void comm_create(pmpi_comm_t *c)
     c->xcomm = NULL;
     c->state = PCOMM_FAILED;
     xcmpi_warn("no xcoll communicator for %s (%s); MPI serves its collectives", c->label,
-               ok ? "it failed on another rank" : xcoll_strerror(status));
+               !ok ? (status != XCOLL_OK ? xcoll_strerror(status) : "its drop-in rules file")
+                   : "it failed on another rank");
 }
 
-/* Whether xcoll serves the call (why: the planner's verdict, NULL if it
- * can); logs the decision. */
-static int take(pmpi_comm_t *c, const xcmpi_call_t *call, int nonblocking, const char *why)
+/* Starts a planned call in xcoll if it can (why: the planner's verdict,
+ * NULL if xcoll can); logs the decision. XCOLL_OK: *req runs it;
+ * XCOLL_DECLINED: the call goes back to MPI (the call is released); any
+ * other status: it failed (logged, the call released). */
+static xcoll_status_t start(pmpi_comm_t *c, xcmpi_call_t *call, int nonblocking, const char *why,
+                            xcoll_request_t *req)
 {
-    if (c == NULL)
-        return 0;
+    const char *name = xcmpi_coll_name(call->coll, nonblocking);
+    xcoll_status_t status;
+    char what[160];
+    int declined;
+    *req = NULL;
     if (why == NULL && c->declined != NULL)
         why = c->declined;
     if (why == NULL && !(pm.mask & XCMPI_BIT(call->coll, nonblocking)))
@@ -337,52 +403,58 @@ static int take(pmpi_comm_t *c, const xcmpi_call_t *call, int nonblocking, const
     if (why == NULL && c->state != PCOMM_READY)
         why = "no xcoll communicator";
     if (why != NULL)
-        xcmpi_info("passed back %s on %s: %s", xcmpi_coll_name(call->coll, nonblocking), c->label,
-                   why);
-    return why == NULL;
-}
-
-/* Runs the call in xcoll, poking MPI's progress while waiting: a peer
- * may wait for a message this rank sent before the collective. */
-static int serve(pmpi_comm_t *c, const xcmpi_call_t *call)
-{
-    const char *name = xcmpi_coll_name(call->coll, 0);
-    xcoll_request_t req = NULL;
-    xcoll_status_t status = xcmpi_start(call, c->xcomm, &req);
-    char what[128];
-    if (status == XCOLL_OK) {
-        if (xcmpi_log_level >= XCMPI_LOG_INFO) {
-            xcmpi_describe(call, what, sizeof(what));
-            xcmpi_info("served %s on %s: %s", name, c->label, what);
-        }
-        for (;;) {
-            int done = 0, flag;
-            status = xcoll_test(&req, &done);
-            if (done || status != XCOLL_OK)
-                break;
-            PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->comm, &flag, MPI_STATUS_IGNORE);
-        }
+        status = XCOLL_DECLINED;
+    else if ((declined = xcmpi_declined(call, c->xcomm)) != 0)
+        status = declined > 0 ? XCOLL_DECLINED : XCOLL_ERR_INTERNAL;
+    else
+        status = xcmpi_start(call, c->xcomm, req);
+    if (status == XCOLL_DECLINED) {
+        xcmpi_info("passed back %s on %s: %s", name, c->label, why != NULL ? why : XCMPI_MPI_FASTER);
+        xcmpi_call_fini(call);
+        return status;
     }
-    if (status == XCOLL_OK)
-        return MPI_SUCCESS;
-    xcmpi_error("%s on %s failed in xcoll: %s", name, c->label, xcoll_strerror(status));
-    (void)PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OTHER);
-    return MPI_ERR_OTHER;
+    if (status != XCOLL_OK) {
+        xcmpi_error("%s on %s failed in xcoll: %s", name, c->label, xcoll_strerror(status));
+        xcmpi_call_fini(call);
+        return status;
+    }
+    if (xcmpi_log_level >= XCMPI_LOG_INFO) {
+        xcmpi_describe(call, what, sizeof(what));
+        xcmpi_info("served %s on %s: %s", name, c->label, what);
+    }
+    return XCOLL_OK;
 }
 
-static int query_type(MPI_Datatype dtype, xcmpi_type_t *info)
+/* A blocking call: 1 with *rc set when xcoll took it (then it is done),
+ * 0 when it goes back to MPI. Pokes MPI's progress while waiting: a peer
+ * may wait for a message this rank sent before the collective. */
+static int serve(pmpi_comm_t *c, xcmpi_call_t *call, const char *why, int *rc)
 {
-    int ni, na, nd, combiner, size;
-    MPI_Aint lb, extent;
-    if (PMPI_Type_get_envelope(dtype, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
-        PMPI_Type_size(dtype, &size) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent(dtype, &lb, &extent) != MPI_SUCCESS || size < 0 || extent < 0)
-        return -1;
-    info->predefined = combiner == MPI_COMBINER_NAMED;
-    info->size = (size_t)size;
-    info->true_lb = (long)lb;
-    info->true_extent = (size_t)extent;
-    return 0;
+    xcoll_request_t req = NULL;
+    xcoll_status_t status;
+    int done = 0, flag;
+    if (c == NULL) {
+        xcmpi_call_fini(call);
+        return 0;
+    }
+    status = start(c, call, 0, why, &req);
+    if (status == XCOLL_DECLINED)
+        return 0;
+    if (status == XCOLL_OK) { /* else start() logged it and released the call */
+        while ((status = xcoll_test(&req, &done)) == XCOLL_OK && !done)
+            PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->comm, &flag, MPI_STATUS_IGNORE);
+        xcmpi_call_fini(call);
+        if (status != XCOLL_OK)
+            xcmpi_error("%s on %s failed in xcoll: %s", xcmpi_coll_name(call->coll, 0),
+                        c->label, xcoll_strerror(status));
+    }
+    if (status == XCOLL_OK) {
+        *rc = MPI_SUCCESS;
+        return 1;
+    }
+    (void)PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OTHER);
+    *rc = MPI_ERR_OTHER;
+    return 1;
 }
 
 static int comm_rank(MPI_Comm comm)
@@ -401,279 +473,234 @@ static int comm_size(MPI_Comm comm)
 
 /* --- blocking collectives ----------------------------------------------------- */
 
+/* Every entry point: plan into `call` (PLAN names it), serve, or pass. */
+#define SERVE_BLOCKING(PLAN, PASS)                          \
+    do {                                                    \
+        xcmpi_call_t call_, *call = &call_;                 \
+        pmpi_comm_t *c = comm_state(comm);                  \
+        const char *why_;                                   \
+        int rc_;                                            \
+        why_ = (PLAN);                                      \
+        if (serve(c, call, why_, &rc_))                     \
+            return rc_;                                     \
+        return (PASS);                                      \
+    } while (0)
+
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                   MPI_Comm comm)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 0, xcmpi_plan_allreduce(&call, sbuf, rbuf, count, dtype, op)))
-        return serve(c, &call);
-    return PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm);
+    SERVE_BLOCKING(xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
+                   PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm));
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL &&
-        take(c, &call, 0,
-             xcmpi_plan_bcast(&call, buf, count, dtype, root, comm_size(comm), query_type)))
-        return serve(c, &call);
-    return PMPI_Bcast(buf, count, dtype, root, comm);
+    SERVE_BLOCKING(xcmpi_plan_bcast(call, buf, count, dtype, root, comm_size(comm)),
+                   PMPI_Bcast(buf, count, dtype, root, comm));
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root,
                MPI_Comm comm)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 0,
-                          xcmpi_plan_reduce(&call, sbuf, rbuf, count, dtype, op, root,
-                                            comm_rank(comm), comm_size(comm))))
-        return serve(c, &call);
-    return PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm);
+    SERVE_BLOCKING(xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root, comm_rank(comm),
+                                     comm_size(comm)),
+                   PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm));
 }
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                   MPI_Datatype rdtype, MPI_Comm comm)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 0,
-                          xcmpi_plan_allgather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                               query_type)))
-        return serve(c, &call);
-    return PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
+    SERVE_BLOCKING(xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                        comm_size(comm)),
+                   PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm));
 }
 
 int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dtype,
                              MPI_Op op, MPI_Comm comm)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL &&
-        take(c, &call, 0, xcmpi_plan_reduce_scatter_block(&call, sbuf, rbuf, rcount, dtype, op)))
-        return serve(c, &call);
-    return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm);
+    SERVE_BLOCKING(xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
+                                                   comm_size(comm)),
+                   PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm));
 }
 
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype,
                        MPI_Op op, MPI_Comm comm)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 0,
-                          xcmpi_plan_reduce_scatter(&call, sbuf, rbuf, rcounts, dtype, op,
-                                                    comm_size(comm))))
-        return serve(c, &call);
-    return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm);
+    SERVE_BLOCKING(xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
+                                             comm_size(comm)),
+                   PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm));
 }
 
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                  MPI_Datatype rdtype, MPI_Comm comm)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 0,
-                          xcmpi_plan_alltoall(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                              query_type)))
-        return serve(c, &call);
-    return PMPI_Alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
+    SERVE_BLOCKING(xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                       comm_size(comm)),
+                   PMPI_Alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm));
 }
 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                MPI_Datatype rdtype, int root, MPI_Comm comm)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 0,
-                          xcmpi_plan_gather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
-                                            comm_rank(comm), comm_size(comm), query_type)))
-        return serve(c, &call);
-    return PMPI_Gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm);
+    SERVE_BLOCKING(xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                     comm_rank(comm), comm_size(comm)),
+                   PMPI_Gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm));
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                 MPI_Datatype rdtype, int root, MPI_Comm comm)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 0,
-                          xcmpi_plan_scatter(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                             root, comm_rank(comm), comm_size(comm), query_type)))
-        return serve(c, &call);
-    return PMPI_Scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm);
+    SERVE_BLOCKING(xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                      comm_rank(comm), comm_size(comm)),
+                   PMPI_Scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm));
+}
+
+static const char *plan_barrier(xcmpi_call_t *call)
+{
+    xcmpi_plan_barrier(call);
+    return NULL;
 }
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    xcmpi_plan_barrier(&call);
-    if (c != NULL && take(c, &call, 0, NULL))
-        return serve(c, &call);
-    return PMPI_Barrier(comm);
+    SERVE_BLOCKING(plan_barrier(call), PMPI_Barrier(comm));
 }
 
 /* --- nonblocking collectives ------------------------------------------------------ */
 
-/* Starts the call in xcoll behind a generalized request in *request. */
-static int serve_nonblocking(pmpi_comm_t *c, const xcmpi_call_t *call, MPI_Request *request)
+/* Starts a call planned into r in xcoll, behind a generalized request in
+ * *request: 1 with *rc set when xcoll took it, 0 when it goes back to MPI
+ * (r is freed then). */
+static int serve_nonblocking(pmpi_comm_t *c, pmpi_req_t *r, const char *why,
+                             MPI_Request *request, int *rc)
 {
-    const char *name = xcmpi_coll_name(call->coll, 1);
-    pmpi_req_t *r = calloc(1, sizeof(*r));
+    const char *name = xcmpi_coll_name(r->call.coll, 1);
     xcoll_status_t status;
-    char what[128];
-    int rc;
-    if (r == NULL) {
-        xcmpi_error("%s on %s: out of memory", name, c->label);
-        (void)PMPI_Comm_call_errhandler(c->comm, MPI_ERR_NO_MEM);
-        return MPI_ERR_NO_MEM;
+    if (c == NULL || (status = start(c, &r->call, 1, why, &r->xreq)) == XCOLL_DECLINED) {
+        if (c == NULL)
+            xcmpi_call_fini(&r->call);
+        free(r);
+        return 0;
+    }
+    if (status != XCOLL_OK) {
+        free(r);
+        (void)PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OTHER);
+        *rc = MPI_ERR_OTHER;
+        return 1;
     }
     r->comm = c;
-    r->coll = call->coll;
+    r->coll = r->call.coll;
     r->error = MPI_SUCCESS;
-    rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, r, request);
-    if (rc != MPI_SUCCESS) {
-        xcmpi_error("%s on %s: no generalized request", name, c->label);
+    *rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, r, request);
+    if (*rc != MPI_SUCCESS) {
+        /* the operation runs: finish it rather than leave it behind */
+        xcmpi_error("%s on %s: no generalized request; finishing the collective now", name,
+                    c->label);
+        (void)xcoll_wait(&r->xreq);
+        xcmpi_call_fini(&r->call);
         free(r);
-        return rc;
+        return 1;
     }
     r->greq = *request;
-    status = xcmpi_start(call, c->xcomm, &r->xreq);
-    if (status != XCOLL_OK) {
-        /* nothing is in flight: hand the request back to MPI, report the error */
-        xcmpi_error("%s on %s failed in xcoll: %s", name, c->label, xcoll_strerror(status));
-        r->done = 1;
-        PMPI_Grequest_complete(r->greq);
-        PMPI_Request_free(request);
-        (void)PMPI_Comm_call_errhandler(c->comm, MPI_ERR_OTHER);
-        return MPI_ERR_OTHER;
-    }
-    if (xcmpi_log_level >= XCMPI_LOG_INFO) {
-        xcmpi_describe(call, what, sizeof(what));
-        xcmpi_info("served %s on %s: %s", name, c->label, what);
-    }
     r->next = pm.pending;
     pm.pending = r;
     /* start moving data now, not at the first test */
     progress_pending();
-    return MPI_SUCCESS;
+    return 1;
 }
+
+/* Every nonblocking entry point: a request to plan into, then serve or pass. */
+#define SERVE_NONBLOCKING(PLAN, PASS)                                   \
+    do {                                                                \
+        pmpi_comm_t *c = comm_state(comm);                              \
+        pmpi_req_t *r_ = c != NULL ? calloc(1, sizeof(*r_)) : NULL;     \
+        xcmpi_call_t *call;                                             \
+        const char *why_;                                               \
+        int rc_;                                                        \
+        if (r_ == NULL)                                                 \
+            return (PASS);                                              \
+        call = &r_->call;                                               \
+        why_ = (PLAN);                                                  \
+        if (serve_nonblocking(c, r_, why_, request, &rc_))              \
+            return rc_;                                                 \
+        return (PASS);                                                  \
+    } while (0)
 
 int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 1, xcmpi_plan_allreduce(&call, sbuf, rbuf, count, dtype, op)))
-        return serve_nonblocking(c, &call, request);
-    return PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request);
+    SERVE_NONBLOCKING(xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
+                      PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request));
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm,
                MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL &&
-        take(c, &call, 1,
-             xcmpi_plan_bcast(&call, buf, count, dtype, root, comm_size(comm), query_type)))
-        return serve_nonblocking(c, &call, request);
-    return PMPI_Ibcast(buf, count, dtype, root, comm, request);
+    SERVE_NONBLOCKING(xcmpi_plan_bcast(call, buf, count, dtype, root, comm_size(comm)),
+                      PMPI_Ibcast(buf, count, dtype, root, comm, request));
 }
 
 int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root,
                 MPI_Comm comm, MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 1,
-                          xcmpi_plan_reduce(&call, sbuf, rbuf, count, dtype, op, root,
-                                            comm_rank(comm), comm_size(comm))))
-        return serve_nonblocking(c, &call, request);
-    return PMPI_Ireduce(sbuf, rbuf, count, dtype, op, root, comm, request);
+    SERVE_NONBLOCKING(xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root,
+                                        comm_rank(comm), comm_size(comm)),
+                      PMPI_Ireduce(sbuf, rbuf, count, dtype, op, root, comm, request));
 }
 
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                    MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 1,
-                          xcmpi_plan_allgather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                               query_type)))
-        return serve_nonblocking(c, &call, request);
-    return PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request);
+    SERVE_NONBLOCKING(xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                           comm_size(comm)),
+                      PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request));
 }
 
 int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dtype,
                               MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL &&
-        take(c, &call, 1, xcmpi_plan_reduce_scatter_block(&call, sbuf, rbuf, rcount, dtype, op)))
-        return serve_nonblocking(c, &call, request);
-    return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request);
+    SERVE_NONBLOCKING(xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
+                                                      comm_size(comm)),
+                      PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request));
 }
 
 int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype,
                         MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 1,
-                          xcmpi_plan_reduce_scatter(&call, sbuf, rbuf, rcounts, dtype, op,
-                                                    comm_size(comm))))
-        return serve_nonblocking(c, &call, request);
-    return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request);
+    SERVE_NONBLOCKING(xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
+                                                comm_size(comm)),
+                      PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request));
 }
 
 int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                   MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 1,
-                          xcmpi_plan_alltoall(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                              query_type)))
-        return serve_nonblocking(c, &call, request);
-    return PMPI_Ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request);
+    SERVE_NONBLOCKING(xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                          comm_size(comm)),
+                      PMPI_Ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request));
 }
 
 int MPI_Igather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                 MPI_Datatype rdtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 1,
-                          xcmpi_plan_gather(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
-                                            comm_rank(comm), comm_size(comm), query_type)))
-        return serve_nonblocking(c, &call, request);
-    return PMPI_Igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request);
+    SERVE_NONBLOCKING(xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                        comm_rank(comm), comm_size(comm)),
+                      PMPI_Igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                                   request));
 }
 
 int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                  MPI_Datatype rdtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    if (c != NULL && take(c, &call, 1,
-                          xcmpi_plan_scatter(&call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                             root, comm_rank(comm), comm_size(comm), query_type)))
-        return serve_nonblocking(c, &call, request);
-    return PMPI_Iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm, request);
+    SERVE_NONBLOCKING(xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+                                         comm_rank(comm), comm_size(comm)),
+                      PMPI_Iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
+                                    request));
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    xcmpi_call_t call;
-    pmpi_comm_t *c = comm_state(comm);
-    xcmpi_plan_barrier(&call);
-    if (c != NULL && take(c, &call, 1, NULL))
-        return serve_nonblocking(c, &call, request);
-    return PMPI_Ibarrier(comm, request);
+    SERVE_NONBLOCKING(plan_barrier(call), PMPI_Ibarrier(comm, request));
 }
 
 /* --- the wait/test family: progress xcoll first ---------------------------------
@@ -843,6 +870,10 @@ int MPI_Finalize(void)
                 (void)delete_comm_state(c->comm, pm.keyval, c, NULL);
         }
         PMPI_Comm_free_keyval(&pm.keyval);
+        xcmpi_typemap_fini();
+        if (progress_unregister != NULL)
+            progress_unregister(progress_hook);
+        progress_unregister = NULL;
         pm.ready = 0;
     }
     return PMPI_Finalize();

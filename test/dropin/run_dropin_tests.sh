@@ -11,7 +11,8 @@
 #   DROPIN_NPS               rank counts (default: 1 2 3 4 5 6 7 8)
 #   DROPIN_TEST              the test program (default: $top_builddir/test/dropin/dropin_test)
 #   DROPIN_TEST_LINKED       the same with libxcoll_mpi linked in (optional)
-#   XCOLL_COMPONENT_DIR      directory of mca_coll_xcoll.so (default: $top_builddir/lib/mpi/.libs)
+#   XCOLL_COMPONENT_DIR      directory of mca_coll_xcoll.so (default: $top_builddir/lib/mpi/components,
+#                            which holds the component and nothing else)
 #   XCOLL_PMPI_LIB           libxcoll_mpi.so (default: $top_builddir/lib/mpi/.libs/libxcoll_mpi.so)
 #   XCOLL_LIBDIR             directory of libxcoll.so (default: $top_builddir/lib/.libs)
 #   OMPI_PKGLIBDIR           Open MPI's own components (default: asked from ompi_info)
@@ -35,7 +36,7 @@ fi
 NPS=${DROPIN_NPS:-"1 2 3 4 5 6 7 8"}
 TEST=${DROPIN_TEST:-$top_builddir/test/dropin/dropin_test}
 TEST_LINKED=${DROPIN_TEST_LINKED:-$top_builddir/test/dropin/dropin_test_linked}
-COMPONENT_DIR=${XCOLL_COMPONENT_DIR:-$top_builddir/lib/mpi/.libs}
+COMPONENT_DIR=${XCOLL_COMPONENT_DIR:-$top_builddir/lib/mpi/components}
 PMPI_LIB=${XCOLL_PMPI_LIB:-$top_builddir/lib/mpi/.libs/libxcoll_mpi.so}
 LIBDIR=${XCOLL_LIBDIR:-$top_builddir/lib/.libs}
 # A hung run must fail the test, not the whole make check.
@@ -159,6 +160,9 @@ for np in $NPS; do
         if ! launch "$np" "$work/comp.err" $COMP_ARGS $comp_env "$TEST" > "$work/comp.$np"; then
             fail "component at $np ranks (exit status $?); stderr:"
             tail -5 "$work/comp.err"
+        elif grep -q "unable to open" "$work/comp.err"; then
+            fail "component at $np ranks: Open MPI could not open files of $COMPONENT_DIR:"
+            grep "unable to open" "$work/comp.err" | head -3
         elif ! diff "$work/plain.$np" "$work/comp.$np" > "$work/comp.diff"; then
             fail "component at $np ranks differs from plain MPI:"
             head -10 "$work/comp.diff"
@@ -207,7 +211,7 @@ if [ "$have_component" = yes ]; then
                 "info: served $coll on MPI_COMM_WORLD" "info: served i$coll on MPI_COMM_WORLD" || ok=no
         done
         expect "$work/served.err" "component fallback" \
-            "passed back bcast on MPI_COMM_WORLD (size $PROOF_NP): derived datatype" \
+            "served bcast on MPI_COMM_WORLD (size $PROOF_NP): 16 bytes, root 0, receive side packed" \
             "passed back allreduce on MPI_COMM_WORLD (size $PROOF_NP): op is not" \
             "passed back reduce_scatter on MPI_COMM_WORLD (size $PROOF_NP): receive counts differ" \
             "served allreduce on .*SPLIT" "served allreduce on .*DUP" || ok=no
@@ -278,9 +282,9 @@ if [ "$have_pmpi" = yes ]; then
                 "info: served $coll on MPI_COMM_WORLD" "info: served i$coll on MPI_COMM_WORLD" || ok=no
         done
         expect "$work/pserved.err" "PMPI library fallback" \
-            "passed back ibcast on MPI_COMM_WORLD (size $PROOF_NP): derived datatype" \
-            "passed back iallreduce on MPI_COMM_WORLD (size $PROOF_NP): datatype is not" \
-            "passed back gather on MPI_COMM_WORLD (size $PROOF_NP): derived datatype" || ok=no
+            "served ibcast on MPI_COMM_WORLD (size $PROOF_NP): 16 bytes, root 0, receive side packed" \
+            "passed back iallreduce on MPI_COMM_WORLD (size $PROOF_NP): op is not" \
+            "served gather on MPI_COMM_WORLD (size $PROOF_NP): 8 bytes, root 0, send side packed" || ok=no
         [ $ok = yes ] && echo "PASS: PMPI library served all 20 forms ($(grep -c 'info: served' "$work/pserved.err") calls) and passed back the rest, with reasons"
     else
         fail "PMPI library with XCOLL_LOG=info"
@@ -366,7 +370,7 @@ else
                 "info: served i$coll on MPI_COMM_WORLD (size 2)" || ok=no
         done
         expect "$work/mserved.err" "PMPI library under MPICH, fallback" \
-            "passed back ibcast on MPI_COMM_WORLD (size 2): derived datatype" \
+            "served ibcast on MPI_COMM_WORLD (size 2): 16 bytes, root 0, receive side packed" \
             "passed back allreduce on MPI_COMM_WORLD (size 2): op is not" || ok=no
         [ $ok = yes ] && echo "PASS: PMPI library under MPICH served all 20 forms ($(grep -c 'info: served' "$work/mserved.err") calls) and passed back the rest, with reasons"
     else
