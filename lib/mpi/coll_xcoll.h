@@ -40,6 +40,8 @@ typedef struct {
     struct ompi_communicator_t *comm;  /* not retained: the module lives inside it */
     xcoll_comm_t xcomm;
     mca_coll_xcoll_comm_state_t state;
+    xcmpi_verdicts_t verdicts;         /* which calls the drop-in rules give back */
+    xcmpi_passbacks_t passbacks;       /* calls passed back, by their MPI arguments */
     /* The handlers Open MPI had selected before this module, each module
      * retained, for everything xcoll passes back. */
     mca_coll_base_comm_coll_t prev;

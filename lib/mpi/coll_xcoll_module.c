@@ -247,10 +247,11 @@ static void log_passed_back(mca_coll_xcoll_module_t *m, const xcmpi_call_t *call
  * planned), a blocking one is done. Returns false when the call goes
  * back to the previous module; the call is released either way. */
 static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *why,
-                  mca_coll_xcoll_request_t *r, ompi_request_t **request, int *rc)
+                  mca_coll_xcoll_request_t *r, ompi_request_t **request,
+                  const xcmpi_rawkey_t *key, int *rc)
 {
     const bool nonblocking = request != NULL;
-    const char *name = xcmpi_coll_name(call->coll, nonblocking);
+    const char *name;
     char label[MPI_MAX_OBJECT_NAME + 32], what[160];
     xcoll_request_t xreq = NULL;
     xcoll_status_t status;
@@ -262,15 +263,18 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
         why = "no xcoll communicator";
     if (why != NULL)
         status = XCOLL_DECLINED;
-    else if ((declined = xcmpi_declined(call, m->xcomm)) != 0)
+    else if ((declined = xcmpi_declined(call, m->xcomm, &m->verdicts)) != 0)
         status = declined > 0 ? XCOLL_DECLINED : XCOLL_ERR_INTERNAL;
     else
         status = xcmpi_start(call, m->xcomm, &xreq);
     if (status == XCOLL_DECLINED) {
         log_passed_back(m, call, nonblocking, why != NULL ? why : XCMPI_MPI_FASTER);
+        if (call->permanent)
+            xcmpi_passback_learn(&m->passbacks, key);
         xcmpi_call_fini(call);
         return false;
     }
+    name = xcmpi_coll_name(call->coll, nonblocking);
     comm_label(m, label, sizeof(label));
     if (status != XCOLL_OK) {
         xcmpi_error("%s on %s: xcoll could not start it: %s", name, label,
@@ -306,33 +310,45 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
 
 #define XMODULE(module) ((mca_coll_xcoll_module_t *)(module))
 
-/* The shape of every entry point. A blocking one plans on the stack; a
+/* The shape of every entry point. A call passed back before with the
+ * same arguments goes straight back (dropin.h, "passing back fast");
+ * unless every call is logged. A blocking one plans on the stack; a
  * nonblocking one plans into its request, which goes back to the free
- * list when the call is passed back. PLAN is the planner call, with
- * `call` naming the call to fill; PASS the previous module's call. */
-#define SERVE_BLOCKING(PLAN, PASS)                                            \
+ * list when the call is passed back. KEY is the call's raw key, PLAN the
+ * planner call, with `call` naming the call to fill; PASS the previous
+ * module's call. */
+#define SERVE_BLOCKING(KEY, PLAN, PASS)                                       \
     do {                                                                      \
         mca_coll_xcoll_module_t *m = XMODULE(module);                         \
+        const xcmpi_rawkey_t key_ = KEY;                                      \
         xcmpi_call_t call_, *call = &call_;                                   \
         int rc_;                                                              \
-        const char *why_ = (PLAN);                                            \
-        if (serve(m, call, why_, NULL, NULL, &rc_))                           \
+        const char *why_;                                                     \
+        if (xcmpi_log_level < XCMPI_LOG_INFO &&                               \
+            xcmpi_passback_known(&m->passbacks, &key_))                       \
+            return (PASS);                                                    \
+        why_ = (PLAN);                                                        \
+        if (serve(m, call, why_, NULL, NULL, &key_, &rc_))                    \
             return rc_;                                                       \
         return (PASS);                                                        \
     } while (0)
 
-#define SERVE_NONBLOCKING(PLAN, PASS)                                         \
+#define SERVE_NONBLOCKING(KEY, PLAN, PASS)                                    \
     do {                                                                      \
         mca_coll_xcoll_module_t *m = XMODULE(module);                         \
-        mca_coll_xcoll_request_t *r_ = request_new();                         \
+        const xcmpi_rawkey_t key_ = KEY;                                      \
+        mca_coll_xcoll_request_t *r_;                                         \
         xcmpi_call_t *call;                                                   \
         int rc_;                                                              \
         const char *why_;                                                     \
-        if (r_ == NULL)                                                       \
+        if (xcmpi_log_level < XCMPI_LOG_INFO &&                               \
+            xcmpi_passback_known(&m->passbacks, &key_))                       \
+            return (PASS);                                                    \
+        if ((r_ = request_new()) == NULL)                                     \
             return (PASS);                                                    \
         call = &r_->call;                                                     \
         why_ = (PLAN);                                                        \
-        if (serve(m, call, why_, r_, request, &rc_)) {                        \
+        if (serve(m, call, why_, r_, request, &key_, &rc_)) {                 \
             if (rc_ != OMPI_SUCCESS)                                          \
                 OBJ_RELEASE(r_);                                              \
             return rc_;                                                       \
@@ -347,7 +363,8 @@ static int entry_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
                            struct ompi_op_t *op, struct ompi_communicator_t *comm,
                            mca_coll_base_module_t *module)
 {
-    SERVE_BLOCKING(xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_ALLREDUCE, 0, 0, count, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
                    m->prev.coll_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                           m->prev.coll_allreduce_module));
 }
@@ -356,7 +373,8 @@ static int entry_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi
                             struct ompi_op_t *op, struct ompi_communicator_t *comm,
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_ALLREDUCE, 1, 0, count, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
                       m->prev.coll_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
                                               m->prev.coll_iallreduce_module));
 }
@@ -364,7 +382,8 @@ static int entry_iallreduce(const void *sbuf, void *rbuf, int count, struct ompi
 static int entry_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    SERVE_BLOCKING(xcmpi_plan_bcast(call, buf, count, dtype, root, ompi_comm_size(comm)),
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_BCAST, 0, root, count, 0, dtype, NULL, NULL, 0),
+                   xcmpi_plan_bcast(call, buf, count, dtype, root, ompi_comm_size(comm)),
                    m->prev.coll_bcast(buf, count, dtype, root, comm, m->prev.coll_bcast_module));
 }
 
@@ -372,7 +391,8 @@ static int entry_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int
                         struct ompi_communicator_t *comm, ompi_request_t **request,
                         mca_coll_base_module_t *module)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_bcast(call, buf, count, dtype, root, ompi_comm_size(comm)),
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_BCAST, 1, root, count, 0, dtype, NULL, NULL, 0),
+                   xcmpi_plan_bcast(call, buf, count, dtype, root, ompi_comm_size(comm)),
                       m->prev.coll_ibcast(buf, count, dtype, root, comm, request,
                                           m->prev.coll_ibcast_module));
 }
@@ -381,7 +401,8 @@ static int entry_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
                         struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                         mca_coll_base_module_t *module)
 {
-    SERVE_BLOCKING(xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE, 0, root, count, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root,
                                      ompi_comm_rank(comm), ompi_comm_size(comm)),
                    m->prev.coll_reduce(sbuf, rbuf, count, dtype, op, root, comm,
                                        m->prev.coll_reduce_module));
@@ -391,7 +412,8 @@ static int entry_ireduce(const void *sbuf, void *rbuf, int count, struct ompi_da
                          struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                          ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE, 1, root, count, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root,
                                         ompi_comm_rank(comm), ompi_comm_size(comm)),
                       m->prev.coll_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request,
                                            m->prev.coll_ireduce_module));
@@ -401,7 +423,8 @@ static int entry_allgather(const void *sbuf, int scount, struct ompi_datatype_t 
                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    SERVE_BLOCKING(xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_ALLGATHER, 0, 0, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                         ompi_comm_size(comm)),
                    m->prev.coll_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                           m->prev.coll_allgather_module));
@@ -412,7 +435,8 @@ static int entry_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
                             struct ompi_communicator_t *comm, ompi_request_t **request,
                             mca_coll_base_module_t *module)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_ALLGATHER, 1, 0, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                            ompi_comm_size(comm)),
                       m->prev.coll_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                               request, m->prev.coll_iallgather_module));
@@ -423,7 +447,8 @@ static int entry_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                       struct ompi_communicator_t *comm,
                                       mca_coll_base_module_t *module)
 {
-    SERVE_BLOCKING(xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE_SCATTER_BLOCK, 0, 0, rcount, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
                                                    ompi_comm_size(comm)),
                    m->prev.coll_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                                      m->prev.coll_reduce_scatter_block_module));
@@ -434,7 +459,8 @@ static int entry_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                        struct ompi_communicator_t *comm, ompi_request_t **request,
                                        mca_coll_base_module_t *module)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE_SCATTER_BLOCK, 1, 0, rcount, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
                                                       ompi_comm_size(comm)),
                       m->prev.coll_ireduce_scatter_block(
                           sbuf, rbuf, rcount, dtype, op, comm, request,
@@ -445,7 +471,8 @@ static int entry_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts
                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                 struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    SERVE_BLOCKING(xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE_SCATTER, 0, 0, XCMPI_H(rcounts), 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
                                              ompi_comm_size(comm)),
                    m->prev.coll_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
                                                m->prev.coll_reduce_scatter_module));
@@ -456,7 +483,8 @@ static int entry_ireduce_scatter(const void *sbuf, void *rbuf, const int *rcount
                                  struct ompi_communicator_t *comm, ompi_request_t **request,
                                  mca_coll_base_module_t *module)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE_SCATTER, 1, 0, XCMPI_H(rcounts), 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
                                                 ompi_comm_size(comm)),
                       m->prev.coll_ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request,
                                                    m->prev.coll_ireduce_scatter_module));
@@ -466,7 +494,8 @@ static int entry_alltoall(const void *sbuf, int scount, struct ompi_datatype_t *
                           int rcount, struct ompi_datatype_t *rdtype,
                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    SERVE_BLOCKING(xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_ALLTOALL, 0, 0, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                        ompi_comm_size(comm)),
                    m->prev.coll_alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                          m->prev.coll_alltoall_module));
@@ -477,7 +506,8 @@ static int entry_ialltoall(const void *sbuf, int scount, struct ompi_datatype_t 
                            struct ompi_communicator_t *comm, ompi_request_t **request,
                            mca_coll_base_module_t *module)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_ALLTOALL, 1, 0, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                           ompi_comm_size(comm)),
                       m->prev.coll_ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                              request, m->prev.coll_ialltoall_module));
@@ -487,7 +517,8 @@ static int entry_gather(const void *sbuf, int scount, struct ompi_datatype_t *sd
                         int rcount, struct ompi_datatype_t *rdtype, int root,
                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    SERVE_BLOCKING(xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_GATHER, 0, root, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                                      ompi_comm_rank(comm), ompi_comm_size(comm)),
                    m->prev.coll_gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
                                        m->prev.coll_gather_module));
@@ -498,7 +529,8 @@ static int entry_igather(const void *sbuf, int scount, struct ompi_datatype_t *s
                          struct ompi_communicator_t *comm, ompi_request_t **request,
                          mca_coll_base_module_t *module)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_GATHER, 1, root, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                                         ompi_comm_rank(comm), ompi_comm_size(comm)),
                       m->prev.coll_igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
                                            request, m->prev.coll_igather_module));
@@ -508,7 +540,8 @@ static int entry_scatter(const void *sbuf, int scount, struct ompi_datatype_t *s
                          int rcount, struct ompi_datatype_t *rdtype, int root,
                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    SERVE_BLOCKING(xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_SCATTER, 0, root, scount, rcount, sdtype, rdtype, NULL, rbuf == MPI_IN_PLACE),
+                   xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                                       ompi_comm_rank(comm), ompi_comm_size(comm)),
                    m->prev.coll_scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
                                         m->prev.coll_scatter_module));
@@ -519,7 +552,8 @@ static int entry_iscatter(const void *sbuf, int scount, struct ompi_datatype_t *
                           struct ompi_communicator_t *comm, ompi_request_t **request,
                           mca_coll_base_module_t *module)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_SCATTER, 1, root, scount, rcount, sdtype, rdtype, NULL, rbuf == MPI_IN_PLACE),
+                   xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                                          ompi_comm_rank(comm), ompi_comm_size(comm)),
                       m->prev.coll_iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                                             comm, request, m->prev.coll_iscatter_module));
@@ -533,13 +567,15 @@ static const char *plan_barrier(xcmpi_call_t *call)
 
 static int entry_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
-    SERVE_BLOCKING(plan_barrier(call), m->prev.coll_barrier(comm, m->prev.coll_barrier_module));
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_BARRIER, 0, 0, 0, 0, NULL, NULL, NULL, 0),
+                   plan_barrier(call), m->prev.coll_barrier(comm, m->prev.coll_barrier_module));
 }
 
 static int entry_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
                           mca_coll_base_module_t *module)
 {
-    SERVE_NONBLOCKING(plan_barrier(call),
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_BARRIER, 1, 0, 0, 0, NULL, NULL, NULL, 0),
+                   plan_barrier(call),
                       m->prev.coll_ibarrier(comm, request, m->prev.coll_ibarrier_module));
 }
 
@@ -560,6 +596,8 @@ static void module_construct(mca_coll_xcoll_module_t *m)
     m->comm = NULL;
     m->xcomm = NULL;
     m->state = XCOLL_OMPI_COMM_NONE;
+    memset(&m->verdicts, 0, sizeof(m->verdicts));
+    memset(&m->passbacks, 0, sizeof(m->passbacks));
     memset(&m->prev, 0, sizeof(m->prev));
     m->prev_retained = false;
 }

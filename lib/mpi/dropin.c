@@ -139,9 +139,15 @@ void xcmpi_log_write(int level, const char *fmt, ...)
 
 /* --- translating a call -------------------------------------------------------- */
 
+/* Only what the verdict reads is set here: the buffers' descriptions
+ * (call->send, call->recv) wait for xcmpi_start, which a call that goes
+ * back never reaches. */
 static void plan_init(xcmpi_call_t *call, xcmpi_coll_t coll)
 {
-    memset(call, 0, sizeof(*call));
+    memset(&call->args, 0, sizeof(call->args));
+    call->send_side.used = call->send_side.bound = 0;
+    call->recv_side.used = call->recv_side.bound = 0;
+    call->permanent = 1;
     call->coll = coll;
     call->args.dtype = XCOLL_UINT8;
     call->args.op = XCOLL_SUM;
@@ -149,8 +155,11 @@ static void plan_init(xcmpi_call_t *call, xcmpi_coll_t coll)
 
 void xcmpi_call_fini(xcmpi_call_t *call)
 {
-    xcmpi_buf_fini(&call->send);
-    xcmpi_buf_fini(&call->recv);
+    if (call->send_side.bound)
+        xcmpi_buf_fini(&call->send);
+    if (call->recv_side.bound)
+        xcmpi_buf_fini(&call->recv);
+    call->send_side.bound = call->recv_side.bound = 0;
 }
 
 static const char *const bad_type = "invalid datatype (MPI reports the error)";
@@ -161,14 +170,18 @@ static const char *const bad_in_place =
 static const char *const sizes_differ = "send and receive sizes differ (MPI reports the error)";
 
 /* The bytes of count elements of dtype; NULL, or why not (erroneous). */
-static const char *data_bytes(MPI_Datatype dtype, int count, size_t *bytes)
+static const char *data_bytes(xcmpi_call_t *call, MPI_Datatype dtype, int count,
+                              size_t *bytes)
 {
     xcmpi_typemap_t *tm;
     if (count < 0)
         return bad_count;
-    if ((tm = xcmpi_typemap_get(dtype)) == NULL)
+    if ((tm = xcmpi_typemap_get(dtype)) == NULL) {
+        call->permanent = 0; /* a freed handle may become a valid one */
         return bad_type;
+    }
     *bytes = (size_t)count * tm->size;
+    call->permanent &= tm->named;
     xcmpi_typemap_put(tm);
     return NULL;
 }
@@ -204,6 +217,7 @@ static const char *bind_side(xcmpi_call_t *call, int is_send)
     xcmpi_typemap_put(tm);
     if (rc < 0)
         return "out of memory, or the buffer's size overflows";
+    sd->bound = 1;
     if (is_send) {
         call->args.sendbuf = contig;
         call->args.send_layout = rc > 0 ? &b->layout : NULL;
@@ -237,10 +251,13 @@ static const char *reduce_args(xcmpi_call_t *call, MPI_Datatype dtype, int count
                "(user op, MINLOC/MAXLOC, logical op or invalid)";
     if (count < 0)
         return bad_count;
-    if ((tm = xcmpi_typemap_get(dtype)) == NULL)
+    if ((tm = xcmpi_typemap_get(dtype)) == NULL) {
+        call->permanent = 0;
         return bad_type;
-    d = tm->basic != MPI_DATATYPE_NULL ? xcmpi_reduce_dtype(tm->basic) : -1;
+    }
+    d = tm->xdtype;
     n = tm->nbasic;
+    call->permanent &= tm->named;
     xcmpi_typemap_put(tm);
     if (d < 0)
         return "datatype is not made of one basic type xcoll reduces "
@@ -276,7 +293,7 @@ const char *xcmpi_plan_bcast(xcmpi_call_t *call, void *buf, int count, MPI_Datat
     call->args.root = root;
     if (root < 0 || root >= size)
         return bad_root;
-    if ((why = data_bytes(dtype, count, &call->args.count)) != NULL)
+    if ((why = data_bytes(call, dtype, count, &call->args.count)) != NULL)
         return why;
     return side(call, &call->recv, buf, (size_t)count, dtype, 0);
 }
@@ -306,16 +323,17 @@ const char *xcmpi_plan_reduce(xcmpi_call_t *call, const void *sbuf, void *rbuf, 
 
 /* The block bytes of a collective whose send side must carry what the
  * receive side takes; in place, only the receive side counts. */
-static const char *matching_bytes(const void *sbuf, int scount, MPI_Datatype sdtype, int rcount,
-                                  MPI_Datatype rdtype, size_t *bytes)
+static const char *matching_bytes(xcmpi_call_t *call, const void *sbuf, int scount,
+                                  MPI_Datatype sdtype, int rcount, MPI_Datatype rdtype,
+                                  size_t *bytes)
 {
     const char *why;
     size_t sbytes;
-    if ((why = data_bytes(rdtype, rcount, bytes)) != NULL)
+    if ((why = data_bytes(call, rdtype, rcount, bytes)) != NULL)
         return why;
     if (sbuf == MPI_IN_PLACE)
         return NULL;
-    if ((why = data_bytes(sdtype, scount, &sbytes)) != NULL)
+    if ((why = data_bytes(call, sdtype, scount, &sbytes)) != NULL)
         return why;
     return sbytes == *bytes ? NULL : sizes_differ;
 }
@@ -341,7 +359,7 @@ const char *xcmpi_plan_allgather(xcmpi_call_t *call, const void *sbuf, int scoun
     const char *why;
     plan_init(call, XCMPI_ALLGATHER);
     call->args.coll = XCOLL_COLL_ALLGATHER;
-    if ((why = matching_bytes(sbuf, scount, sdtype, rcount, rdtype, &call->args.count)) != NULL)
+    if ((why = matching_bytes(call, sbuf, scount, sdtype, rcount, rdtype, &call->args.count)) != NULL)
         return why;
     return both_sides(call, sbuf, scount, sdtype, 1, rbuf, rcount, rdtype, (size_t)size);
 }
@@ -370,6 +388,7 @@ const char *xcmpi_plan_reduce_scatter(xcmpi_call_t *call, const void *sbuf, void
     const char *why;
     int i;
     plan_init(call, XCMPI_REDUCE_SCATTER);
+    call->permanent = 0; /* the verdict reads the counts array, which no key holds */
     if (rcounts == NULL || size < 1)
         return "no receive counts (MPI reports the error)";
     for (i = 1; i < size; i++)
@@ -378,6 +397,7 @@ const char *xcmpi_plan_reduce_scatter(xcmpi_call_t *call, const void *sbuf, void
                    "blocks)";
     why = xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcounts[0], dtype, op, size);
     call->coll = XCMPI_REDUCE_SCATTER;
+    call->permanent = 0; /* the verdict read the counts array, which no key holds */
     return why;
 }
 
@@ -388,7 +408,7 @@ const char *xcmpi_plan_alltoall(xcmpi_call_t *call, const void *sbuf, int scount
     const char *why;
     plan_init(call, XCMPI_ALLTOALL);
     call->args.coll = XCOLL_COLL_ALLTOALL;
-    if ((why = matching_bytes(sbuf, scount, sdtype, rcount, rdtype, &call->args.count)) != NULL)
+    if ((why = matching_bytes(call, sbuf, scount, sdtype, rcount, rdtype, &call->args.count)) != NULL)
         return why;
     return both_sides(call, sbuf, scount, sdtype, (size_t)size, rbuf, rcount, rdtype,
                       (size_t)size);
@@ -406,14 +426,14 @@ const char *xcmpi_plan_gather(xcmpi_call_t *call, const void *sbuf, int scount, 
         return bad_root;
     if (rank == root) {
         /* the receive side is significant only at the root */
-        if ((why = matching_bytes(sbuf, scount, sdtype, rcount, rdtype, &call->args.count)) !=
+        if ((why = matching_bytes(call, sbuf, scount, sdtype, rcount, rdtype, &call->args.count)) !=
             NULL)
             return why;
         return both_sides(call, sbuf, scount, sdtype, 1, rbuf, rcount, rdtype, (size_t)size);
     }
     if (sbuf == MPI_IN_PLACE)
         return bad_in_place;
-    if ((why = data_bytes(sdtype, scount, &call->args.count)) != NULL)
+    if ((why = data_bytes(call, sdtype, scount, &call->args.count)) != NULL)
         return why;
     return side(call, &call->send, sbuf, (size_t)scount, sdtype, 1);
 }
@@ -432,16 +452,16 @@ const char *xcmpi_plan_scatter(xcmpi_call_t *call, const void *sbuf, int scount,
     if (rank != root) {
         if (rbuf == MPI_IN_PLACE)
             return bad_in_place;
-        if ((why = data_bytes(rdtype, rcount, &call->args.count)) != NULL)
+        if ((why = data_bytes(call, rdtype, rcount, &call->args.count)) != NULL)
             return why;
         return side(call, &call->recv, rbuf, (size_t)rcount, rdtype, 0);
     }
     /* the send side is significant only at the root; in place there, the
      * receive side is not */
-    if ((why = data_bytes(sdtype, scount, &call->args.count)) != NULL)
+    if ((why = data_bytes(call, sdtype, scount, &call->args.count)) != NULL)
         return why;
     if (rbuf != MPI_IN_PLACE) {
-        if ((why = data_bytes(rdtype, rcount, &rbytes)) != NULL)
+        if ((why = data_bytes(call, rdtype, rcount, &rbytes)) != NULL)
             return why;
         if (rbytes != call->args.count)
             return sizes_differ;
@@ -461,11 +481,21 @@ void xcmpi_plan_barrier(xcmpi_call_t *call)
     call->args.coll = XCOLL_COLL_BARRIER;
 }
 
-int xcmpi_declined(const xcmpi_call_t *call, xcoll_comm_t comm)
+int xcmpi_declined(const xcmpi_call_t *call, xcoll_comm_t comm, xcmpi_verdicts_t *memo)
 {
+    const xcoll_args_t *a = &call->args;
+    uint64_t k0 = ((uint64_t)a->coll + 1) | (uint64_t)a->dtype << 8 | (uint64_t)a->op << 16 |
+                  (uint64_t)(uint32_t)a->root << 24,
+             k1 = a->count;
+    unsigned i = (unsigned)(((k0 ^ k1 * 0x9E3779B97F4A7C15ULL) * 0xC2B2AE3D27D4EB4FULL) >> 58);
     int declined = 0;
-    if (xcoll_declines(comm, &call->args, &declined) != XCOLL_OK)
+    if (memo->slot[i].key[0] == k0 && memo->slot[i].key[1] == k1)
+        return memo->slot[i].declined;
+    if (xcoll_declines(comm, a, &declined) != XCOLL_OK)
         return -1;
+    memo->slot[i].key[0] = k0;
+    memo->slot[i].key[1] = k1;
+    memo->slot[i].declined = declined;
     return declined;
 }
 

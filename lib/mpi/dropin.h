@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "xcoll.h"
 
@@ -82,6 +83,7 @@ typedef struct {
     size_t count;       /* elements of dtype */
     MPI_Datatype dtype;
     int used;
+    int bound;          /* described to xcoll: the xcmpi_buf_t holds a reference */
 } xcmpi_side_t;
 
 typedef struct {
@@ -90,7 +92,52 @@ typedef struct {
     /* the buffers as MPI gave them, described to xcoll by xcmpi_start */
     xcmpi_side_t send_side, recv_side;
     xcmpi_buf_t send, recv;
+    /* every datatype the verdict read is a named type: the same arguments
+     * always get the same verdict (see xcmpi_passbacks_t) */
+    int permanent;
 } xcmpi_call_t;
+
+/* --- passing back fast ------------------------------------------------------
+ * A call MPI serves should cost next to nothing more than MPI itself: the
+ * cheapest MPI collectives take a few hundred nanoseconds. A rank
+ * remembers the calls it passed back by their scalar arguments as the
+ * application made them (counts, datatype and op handles, root, in place),
+ * when every datatype the verdict read was a named type, whose handle
+ * never comes to mean another type; a call with the same arguments then
+ * goes straight to MPI. Only a memory of this rank's own verdict, which
+ * depends on nothing that changes: it cannot make ranks disagree. */
+typedef struct {
+    uintptr_t k[8];
+} xcmpi_rawkey_t;
+
+#define XCMPI_H(x) ((uintptr_t)(x))
+/* form: the collective and whether nonblocking; flags: in-place bits */
+#define XCMPI_RAWKEY(coll, nonblocking, root, c1, c2, t1, t2, op, flags)                     \
+    ((xcmpi_rawkey_t){{(uintptr_t)(coll)*2 + (uintptr_t)(nonblocking) + 1, (uintptr_t)(root), \
+                       (uintptr_t)(c1), (uintptr_t)(c2), XCMPI_H(t1), XCMPI_H(t2),          \
+                       XCMPI_H(op), (uintptr_t)(flags)}})
+
+#define XCMPI_PASSBACKS 64
+typedef struct {
+    xcmpi_rawkey_t key[XCMPI_PASSBACKS]; /* k[0] == 0: empty */
+} xcmpi_passbacks_t;
+
+/* Whether a call with these arguments was passed back before. */
+static inline int xcmpi_passback_known(const xcmpi_passbacks_t *p, const xcmpi_rawkey_t *k)
+{
+    uintptr_t h = k->k[0] * 0x9E3779B97F4A7C15ULL ^ k->k[2] * 0xC2B2AE3D27D4EB4FULL ^
+                  k->k[4] ^ (k->k[1] << 7) ^ k->k[6];
+    const xcmpi_rawkey_t *e = &p->key[(h ^ (h >> 29)) % XCMPI_PASSBACKS];
+    return memcmp(e, k, sizeof(*k)) == 0;
+}
+
+/* Remembers a call passed back (when call->permanent). */
+static inline void xcmpi_passback_learn(xcmpi_passbacks_t *p, const xcmpi_rawkey_t *k)
+{
+    uintptr_t h = k->k[0] * 0x9E3779B97F4A7C15ULL ^ k->k[2] * 0xC2B2AE3D27D4EB4FULL ^
+                  k->k[4] ^ (k->k[1] << 7) ^ k->k[6];
+    p->key[(h ^ (h >> 29)) % XCMPI_PASSBACKS] = *k;
+}
 
 /* Each planner fills *call and returns NULL when xcoll can serve the call,
  * else a static sentence saying why not (the call then goes back to MPI).
@@ -133,10 +180,21 @@ void xcmpi_plan_barrier(xcmpi_call_t *call);
 /* Drops what a planned call holds (type map references). */
 void xcmpi_call_fini(xcmpi_call_t *call);
 
+/* A communicator's memory of which calls the drop-in rules give to MPI,
+ * so that a call that goes back costs a lookup here and nothing in xcoll
+ * (the rules are fixed for the communicator's life). Zero it to start. */
+#define XCMPI_VERDICTS 64
+typedef struct {
+    struct {
+        uint64_t key[2]; /* 0: empty */
+        int declined;
+    } slot[XCMPI_VERDICTS];
+} xcmpi_verdicts_t;
+
 /* Whether the drop-in rules give the planned call to MPI (1) or xcoll
  * serves it (0); -1 on an error (logged). Asked before the buffers are
- * described, so a call that goes back costs a table lookup. */
-int xcmpi_declined(const xcmpi_call_t *call, xcoll_comm_t comm);
+ * described. */
+int xcmpi_declined(const xcmpi_call_t *call, xcoll_comm_t comm, xcmpi_verdicts_t *memo);
 
 /* Describes the call's buffers (addresses, or layouts that pack) and
  * posts it: XCOLL_OK, XCOLL_DECLINED (nothing posted) or an error. */

@@ -43,6 +43,8 @@ typedef struct pmpi_comm_s {
     xcoll_comm_t xcomm;
     enum { PCOMM_NONE, PCOMM_READY, PCOMM_FAILED } state;
     const char *declined;  /* why xcoll never serves this communicator, or NULL */
+    xcmpi_verdicts_t verdicts; /* which calls the drop-in rules give back */
+    xcmpi_passbacks_t passbacks; /* calls passed back, by their MPI arguments */
     char label[MPI_MAX_OBJECT_NAME + 32];
     struct pmpi_comm_s *prev, *next;  /* every cached communicator, for MPI_Finalize */
 } pmpi_comm_t;
@@ -70,7 +72,11 @@ static struct {
     int keyval;
     pmpi_comm_t *comms;
     pmpi_req_t *pending;  /* xcoll requests not finished yet, oldest last */
-} pm = {0, 1, 2, XCMPI_ALL_FORMS, MPI_KEYVAL_INVALID, NULL, NULL};
+    /* the communicator looked up last: most calls repeat it, and the
+     * attribute lookup costs more than a small collective's decision */
+    MPI_Comm last_comm;
+    pmpi_comm_t *last_state;
+} pm = {0, 1, 2, XCMPI_ALL_FORMS, MPI_KEYVAL_INVALID, NULL, NULL, MPI_COMM_NULL, NULL};
 
 /* --- generalized requests for the nonblocking forms ---------------------------- */
 
@@ -183,6 +189,10 @@ static int delete_comm_state(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)keyval;
     (void)extra;
     drain_pending(c);
+    if (pm.last_state == c) {
+        pm.last_comm = MPI_COMM_NULL;
+        pm.last_state = NULL;
+    }
     if (c->xcomm != NULL) {
         xcoll_status_t status = xcoll_comm_destroy(c->xcomm);
         if (status != XCOLL_OK)
@@ -296,12 +306,17 @@ static pmpi_comm_t *comm_state(MPI_Comm comm)
     pmpi_comm_t *c;
     int flag = 0, inter = 0, size = 0, len = 0;
     char name[MPI_MAX_OBJECT_NAME];
+    if (comm == pm.last_comm && pm.last_state != NULL)
+        return pm.last_state;
     if (!setup() || !pm.enable || comm == MPI_COMM_NULL)
         return NULL;
     if (PMPI_Comm_get_attr(comm, pm.keyval, &c, &flag) != MPI_SUCCESS)
         return NULL;
-    if (flag)
+    if (flag) {
+        pm.last_comm = comm;
+        pm.last_state = c;
         return c;
+    }
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return NULL;
@@ -387,7 +402,7 @@ static void comm_create(pmpi_comm_t *c)
  * XCOLL_DECLINED: the call goes back to MPI (the call is released); any
  * other status: it failed (logged, the call released). */
 static xcoll_status_t start(pmpi_comm_t *c, xcmpi_call_t *call, int nonblocking, const char *why,
-                            xcoll_request_t *req)
+                            const xcmpi_rawkey_t *key, xcoll_request_t *req)
 {
     const char *name = xcmpi_coll_name(call->coll, nonblocking);
     xcoll_status_t status;
@@ -404,12 +419,14 @@ static xcoll_status_t start(pmpi_comm_t *c, xcmpi_call_t *call, int nonblocking,
         why = "no xcoll communicator";
     if (why != NULL)
         status = XCOLL_DECLINED;
-    else if ((declined = xcmpi_declined(call, c->xcomm)) != 0)
+    else if ((declined = xcmpi_declined(call, c->xcomm, &c->verdicts)) != 0)
         status = declined > 0 ? XCOLL_DECLINED : XCOLL_ERR_INTERNAL;
     else
         status = xcmpi_start(call, c->xcomm, req);
     if (status == XCOLL_DECLINED) {
         xcmpi_info("passed back %s on %s: %s", name, c->label, why != NULL ? why : XCMPI_MPI_FASTER);
+        if (call->permanent)
+            xcmpi_passback_learn(&c->passbacks, key);
         xcmpi_call_fini(call);
         return status;
     }
@@ -428,7 +445,8 @@ static xcoll_status_t start(pmpi_comm_t *c, xcmpi_call_t *call, int nonblocking,
 /* A blocking call: 1 with *rc set when xcoll took it (then it is done),
  * 0 when it goes back to MPI. Pokes MPI's progress while waiting: a peer
  * may wait for a message this rank sent before the collective. */
-static int serve(pmpi_comm_t *c, xcmpi_call_t *call, const char *why, int *rc)
+static int serve(pmpi_comm_t *c, xcmpi_call_t *call, const char *why, const xcmpi_rawkey_t *key,
+                 int *rc)
 {
     xcoll_request_t req = NULL;
     xcoll_status_t status;
@@ -437,7 +455,7 @@ static int serve(pmpi_comm_t *c, xcmpi_call_t *call, const char *why, int *rc)
         xcmpi_call_fini(call);
         return 0;
     }
-    status = start(c, call, 0, why, &req);
+    status = start(c, call, 0, why, key, &req);
     if (status == XCOLL_DECLINED)
         return 0;
     if (status == XCOLL_OK) { /* else start() logged it and released the call */
@@ -473,36 +491,45 @@ static int comm_size(MPI_Comm comm)
 
 /* --- blocking collectives ----------------------------------------------------- */
 
-/* Every entry point: plan into `call` (PLAN names it), serve, or pass. */
-#define SERVE_BLOCKING(PLAN, PASS)                          \
-    do {                                                    \
-        xcmpi_call_t call_, *call = &call_;                 \
-        pmpi_comm_t *c = comm_state(comm);                  \
-        const char *why_;                                   \
-        int rc_;                                            \
-        why_ = (PLAN);                                      \
-        if (serve(c, call, why_, &rc_))                     \
-            return rc_;                                     \
-        return (PASS);                                      \
+/* Every entry point: straight to MPI if a call with these arguments went
+ * there before (dropin.h, "passing back fast"); else plan into `call`
+ * (PLAN names it), serve, or pass. KEY is the call's raw key. */
+#define SERVE_BLOCKING(KEY, PLAN, PASS)                                 \
+    do {                                                                \
+        const xcmpi_rawkey_t key_ = KEY;                                \
+        xcmpi_call_t call_, *call = &call_;                             \
+        pmpi_comm_t *c = comm_state(comm);                              \
+        const char *why_;                                               \
+        int rc_;                                                        \
+        if (c == NULL || (xcmpi_log_level < XCMPI_LOG_INFO &&           \
+                          xcmpi_passback_known(&c->passbacks, &key_)))  \
+            return (PASS);                                              \
+        why_ = (PLAN);                                                  \
+        if (serve(c, call, why_, &key_, &rc_))                          \
+            return rc_;                                                 \
+        return (PASS);                                                  \
     } while (0)
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                   MPI_Comm comm)
 {
-    SERVE_BLOCKING(xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_ALLREDUCE, 0, 0, count, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
                    PMPI_Allreduce(sbuf, rbuf, count, dtype, op, comm));
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm)
 {
-    SERVE_BLOCKING(xcmpi_plan_bcast(call, buf, count, dtype, root, comm_size(comm)),
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_BCAST, 0, root, count, 0, dtype, NULL, NULL, 0),
+                   xcmpi_plan_bcast(call, buf, count, dtype, root, comm_size(comm)),
                    PMPI_Bcast(buf, count, dtype, root, comm));
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root,
                MPI_Comm comm)
 {
-    SERVE_BLOCKING(xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root, comm_rank(comm),
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE, 0, root, count, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root, comm_rank(comm),
                                      comm_size(comm)),
                    PMPI_Reduce(sbuf, rbuf, count, dtype, op, root, comm));
 }
@@ -510,7 +537,8 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                   MPI_Datatype rdtype, MPI_Comm comm)
 {
-    SERVE_BLOCKING(xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_ALLGATHER, 0, 0, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                         comm_size(comm)),
                    PMPI_Allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm));
 }
@@ -518,7 +546,8 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf,
 int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dtype,
                              MPI_Op op, MPI_Comm comm)
 {
-    SERVE_BLOCKING(xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE_SCATTER_BLOCK, 0, 0, rcount, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
                                                    comm_size(comm)),
                    PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm));
 }
@@ -526,7 +555,8 @@ int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datat
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype,
                        MPI_Op op, MPI_Comm comm)
 {
-    SERVE_BLOCKING(xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE_SCATTER, 0, 0, XCMPI_H(rcounts), 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
                                              comm_size(comm)),
                    PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm));
 }
@@ -534,7 +564,8 @@ int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Da
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                  MPI_Datatype rdtype, MPI_Comm comm)
 {
-    SERVE_BLOCKING(xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_ALLTOALL, 0, 0, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                        comm_size(comm)),
                    PMPI_Alltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm));
 }
@@ -542,7 +573,8 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                MPI_Datatype rdtype, int root, MPI_Comm comm)
 {
-    SERVE_BLOCKING(xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_GATHER, 0, root, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                                      comm_rank(comm), comm_size(comm)),
                    PMPI_Gather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm));
 }
@@ -550,7 +582,8 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, in
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                 MPI_Datatype rdtype, int root, MPI_Comm comm)
 {
-    SERVE_BLOCKING(xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_SCATTER, 0, root, scount, rcount, sdtype, rdtype, NULL, rbuf == MPI_IN_PLACE),
+                   xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                                       comm_rank(comm), comm_size(comm)),
                    PMPI_Scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm));
 }
@@ -563,7 +596,8 @@ static const char *plan_barrier(xcmpi_call_t *call)
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    SERVE_BLOCKING(plan_barrier(call), PMPI_Barrier(comm));
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_BARRIER, 0, 0, 0, 0, NULL, NULL, NULL, 0),
+                   plan_barrier(call), PMPI_Barrier(comm));
 }
 
 /* --- nonblocking collectives ------------------------------------------------------ */
@@ -572,11 +606,11 @@ int MPI_Barrier(MPI_Comm comm)
  * *request: 1 with *rc set when xcoll took it, 0 when it goes back to MPI
  * (r is freed then). */
 static int serve_nonblocking(pmpi_comm_t *c, pmpi_req_t *r, const char *why,
-                             MPI_Request *request, int *rc)
+                             const xcmpi_rawkey_t *key, MPI_Request *request, int *rc)
 {
     const char *name = xcmpi_coll_name(r->call.coll, 1);
     xcoll_status_t status;
-    if (c == NULL || (status = start(c, &r->call, 1, why, &r->xreq)) == XCOLL_DECLINED) {
+    if (c == NULL || (status = start(c, &r->call, 1, why, key, &r->xreq)) == XCOLL_DECLINED) {
         if (c == NULL)
             xcmpi_call_fini(&r->call);
         free(r);
@@ -610,18 +644,22 @@ static int serve_nonblocking(pmpi_comm_t *c, pmpi_req_t *r, const char *why,
 }
 
 /* Every nonblocking entry point: a request to plan into, then serve or pass. */
-#define SERVE_NONBLOCKING(PLAN, PASS)                                   \
+#define SERVE_NONBLOCKING(KEY, PLAN, PASS)                              \
     do {                                                                \
+        const xcmpi_rawkey_t key_ = KEY;                                \
         pmpi_comm_t *c = comm_state(comm);                              \
-        pmpi_req_t *r_ = c != NULL ? calloc(1, sizeof(*r_)) : NULL;     \
+        pmpi_req_t *r_;                                                 \
         xcmpi_call_t *call;                                             \
         const char *why_;                                               \
         int rc_;                                                        \
-        if (r_ == NULL)                                                 \
+        if (c == NULL || (xcmpi_log_level < XCMPI_LOG_INFO &&           \
+                          xcmpi_passback_known(&c->passbacks, &key_)))  \
+            return (PASS);                                              \
+        if ((r_ = calloc(1, sizeof(*r_))) == NULL)                      \
             return (PASS);                                              \
         call = &r_->call;                                               \
         why_ = (PLAN);                                                  \
-        if (serve_nonblocking(c, r_, why_, request, &rc_))              \
+        if (serve_nonblocking(c, r_, why_, &key_, request, &rc_))       \
             return rc_;                                                 \
         return (PASS);                                                  \
     } while (0)
@@ -629,21 +667,24 @@ static int serve_nonblocking(pmpi_comm_t *c, pmpi_req_t *r, const char *why,
 int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_ALLREDUCE, 1, 0, count, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_allreduce(call, sbuf, rbuf, count, dtype, op),
                       PMPI_Iallreduce(sbuf, rbuf, count, dtype, op, comm, request));
 }
 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype dtype, int root, MPI_Comm comm,
                MPI_Request *request)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_bcast(call, buf, count, dtype, root, comm_size(comm)),
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_BCAST, 1, root, count, 0, dtype, NULL, NULL, 0),
+                   xcmpi_plan_bcast(call, buf, count, dtype, root, comm_size(comm)),
                       PMPI_Ibcast(buf, count, dtype, root, comm, request));
 }
 
 int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI_Op op, int root,
                 MPI_Comm comm, MPI_Request *request)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE, 1, root, count, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce(call, sbuf, rbuf, count, dtype, op, root,
                                         comm_rank(comm), comm_size(comm)),
                       PMPI_Ireduce(sbuf, rbuf, count, dtype, op, root, comm, request));
 }
@@ -651,7 +692,8 @@ int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dtype, MPI
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                    MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *request)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_ALLGATHER, 1, 0, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_allgather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                            comm_size(comm)),
                       PMPI_Iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request));
 }
@@ -659,7 +701,8 @@ int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf
 int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Datatype dtype,
                               MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE_SCATTER_BLOCK, 1, 0, rcount, 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce_scatter_block(call, sbuf, rbuf, rcount, dtype, op,
                                                       comm_size(comm)),
                       PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request));
 }
@@ -667,7 +710,8 @@ int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount, MPI_Data
 int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dtype,
                         MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_REDUCE_SCATTER, 1, 0, XCMPI_H(rcounts), 0, dtype, NULL, op, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_reduce_scatter(call, sbuf, rbuf, rcounts, dtype, op,
                                                 comm_size(comm)),
                       PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm, request));
 }
@@ -675,7 +719,8 @@ int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_D
 int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                   MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *request)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_ALLTOALL, 1, 0, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_alltoall(call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                           comm_size(comm)),
                       PMPI_Ialltoall(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request));
 }
@@ -683,7 +728,8 @@ int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf,
 int MPI_Igather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                 MPI_Datatype rdtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_GATHER, 1, root, scount, rcount, sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_gather(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                                         comm_rank(comm), comm_size(comm)),
                       PMPI_Igather(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
                                    request));
@@ -692,7 +738,8 @@ int MPI_Igather(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, i
 int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, int rcount,
                  MPI_Datatype rdtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    SERVE_NONBLOCKING(xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_SCATTER, 1, root, scount, rcount, sdtype, rdtype, NULL, rbuf == MPI_IN_PLACE),
+                   xcmpi_plan_scatter(call, sbuf, scount, sdtype, rbuf, rcount, rdtype, root,
                                          comm_rank(comm), comm_size(comm)),
                       PMPI_Iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
                                     request));
@@ -700,7 +747,8 @@ int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, 
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    SERVE_NONBLOCKING(plan_barrier(call), PMPI_Ibarrier(comm, request));
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_BARRIER, 1, 0, 0, 0, NULL, NULL, NULL, 0),
+                   plan_barrier(call), PMPI_Ibarrier(comm, request));
 }
 
 /* --- the wait/test family: progress xcoll first ---------------------------------

@@ -453,8 +453,10 @@ static xcmpi_typemap_t *typemap_build(MPI_Datatype d, int named, int described)
     if (tm == NULL)
         return NULL;
     tm->refs = 1;
+    tm->named = named;
     tm->basic = MPI_DATATYPE_NULL;
     tm->handle = MPI_DATATYPE_NULL;
+    tm->xdtype = -1;
     if (PMPI_Type_size(d, &size) != MPI_SUCCESS || size < 0 ||
         PMPI_Type_get_extent(d, &tm->lb, &tm->extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(d, &tlb, &text) != MPI_SUCCESS ||
@@ -481,6 +483,8 @@ static xcmpi_typemap_t *typemap_build(MPI_Datatype d, int named, int described)
         else
             tm->nbasic = tm->size / bsize;
     }
+    if (tm->basic != MPI_DATATYPE_NULL)
+        tm->xdtype = xcmpi_reduce_dtype(tm->basic);
     memset(&runs, 0, sizeof(runs));
     rc = flatten(d, &runs, 0);
     for (i = 0; rc == MAP_OK && i < runs.n; i++)

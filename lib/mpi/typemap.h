@@ -41,6 +41,8 @@ typedef struct xcmpi_typemap {
      * with the same signature, whatever its layout. */
     MPI_Datatype basic;
     size_t nbasic;
+    int xdtype;           /* the xcoll element of basic (xcmpi_reduce_dtype), or -1 */
+    int named;            /* a named type: its handle never stands for another type */
     /* The layout. contiguous: one element's data is one block at true_lb,
      * and consecutive elements abut (size == extent). */
     int contiguous;
