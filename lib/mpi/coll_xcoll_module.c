@@ -320,13 +320,14 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
 #define SERVE_BLOCKING(KEY, PLAN, PASS)                                       \
     do {                                                                      \
         mca_coll_xcoll_module_t *m = XMODULE(module);                         \
-        const xcmpi_rawkey_t key_ = KEY;                                      \
+        xcmpi_rawkey_t key_;                                                  \
         xcmpi_call_t call_, *call = &call_;                                   \
         int rc_;                                                              \
         const char *why_;                                                     \
         if (xcmpi_log_level < XCMPI_LOG_INFO &&                               \
-            xcmpi_passback_known(&m->passbacks, &key_))                       \
+            xcmpi_passback_known(&m->passbacks, KEY))                         \
             return (PASS);                                                    \
+        key_ = KEY;                                                           \
         why_ = (PLAN);                                                        \
         if (serve(m, call, why_, NULL, NULL, &key_, &rc_))                    \
             return rc_;                                                       \
@@ -336,14 +337,15 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
 #define SERVE_NONBLOCKING(KEY, PLAN, PASS)                                    \
     do {                                                                      \
         mca_coll_xcoll_module_t *m = XMODULE(module);                         \
-        const xcmpi_rawkey_t key_ = KEY;                                      \
+        xcmpi_rawkey_t key_;                                                  \
         mca_coll_xcoll_request_t *r_;                                         \
         xcmpi_call_t *call;                                                   \
         int rc_;                                                              \
         const char *why_;                                                     \
         if (xcmpi_log_level < XCMPI_LOG_INFO &&                               \
-            xcmpi_passback_known(&m->passbacks, &key_))                       \
+            xcmpi_passback_known(&m->passbacks, KEY))                         \
             return (PASS);                                                    \
+        key_ = KEY;                                                           \
         if ((r_ = request_new()) == NULL)                                     \
             return (PASS);                                                    \
         call = &r_->call;                                                     \

@@ -12,7 +12,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "xcoll.h"
 
@@ -122,21 +121,28 @@ typedef struct {
     xcmpi_rawkey_t key[XCMPI_PASSBACKS]; /* k[0] == 0: empty */
 } xcmpi_passbacks_t;
 
-/* Whether a call with these arguments was passed back before. */
-static inline int xcmpi_passback_known(const xcmpi_passbacks_t *p, const xcmpi_rawkey_t *k)
+/* The slot of a key: by collective form and first count, which tell
+ * most calls of a program apart (a few instructions: this is on the path
+ * of every call MPI serves). */
+static inline unsigned xcmpi_passback_slot(const xcmpi_rawkey_t *k)
 {
-    uintptr_t h = k->k[0] * 0x9E3779B97F4A7C15ULL ^ k->k[2] * 0xC2B2AE3D27D4EB4FULL ^
-                  k->k[4] ^ (k->k[1] << 7) ^ k->k[6];
-    const xcmpi_rawkey_t *e = &p->key[(h ^ (h >> 29)) % XCMPI_PASSBACKS];
-    return memcmp(e, k, sizeof(*k)) == 0;
+    return (unsigned)((k->k[0] ^ (k->k[2] * 5) ^ (k->k[1] << 3)) % XCMPI_PASSBACKS);
+}
+
+/* Whether a call with this key was passed back before. The key is taken
+ * by value and the function inlined, so that on the path of every call
+ * the compiler keeps it in registers. */
+static inline int xcmpi_passback_known(const xcmpi_passbacks_t *p, const xcmpi_rawkey_t k)
+{
+    const uintptr_t *e = p->key[xcmpi_passback_slot(&k)].k;
+    return e[0] == k.k[0] && e[2] == k.k[2] && e[4] == k.k[4] && e[6] == k.k[6] &&
+           e[1] == k.k[1] && e[3] == k.k[3] && e[5] == k.k[5] && e[7] == k.k[7];
 }
 
 /* Remembers a call passed back (when call->permanent). */
 static inline void xcmpi_passback_learn(xcmpi_passbacks_t *p, const xcmpi_rawkey_t *k)
 {
-    uintptr_t h = k->k[0] * 0x9E3779B97F4A7C15ULL ^ k->k[2] * 0xC2B2AE3D27D4EB4FULL ^
-                  k->k[4] ^ (k->k[1] << 7) ^ k->k[6];
-    p->key[(h ^ (h >> 29)) % XCMPI_PASSBACKS] = *k;
+    p->key[xcmpi_passback_slot(k)] = *k;
 }
 
 /* Each planner fills *call and returns NULL when xcoll can serve the call,

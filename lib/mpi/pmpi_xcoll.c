@@ -301,13 +301,11 @@ static int setup(void)
 
 /* The cached state of comm, made on first sight; NULL when the library
  * is off or comm is not a valid communicator (MPI then reports it). */
-static pmpi_comm_t *comm_state(MPI_Comm comm)
+static pmpi_comm_t *comm_state_lookup(MPI_Comm comm)
 {
     pmpi_comm_t *c;
     int flag = 0, inter = 0, size = 0, len = 0;
     char name[MPI_MAX_OBJECT_NAME];
-    if (comm == pm.last_comm && pm.last_state != NULL)
-        return pm.last_state;
     if (!setup() || !pm.enable || comm == MPI_COMM_NULL)
         return NULL;
     if (PMPI_Comm_get_attr(comm, pm.keyval, &c, &flag) != MPI_SUCCESS)
@@ -339,6 +337,14 @@ static pmpi_comm_t *comm_state(MPI_Comm comm)
         pm.comms->prev = c;
     pm.comms = c;
     return c;
+}
+
+/* The state of comm: the last one looked up, or comm_state_lookup's. */
+static inline pmpi_comm_t *comm_state(MPI_Comm comm)
+{
+    if (comm == pm.last_comm && pm.last_state != NULL)
+        return pm.last_state;
+    return comm_state_lookup(comm);
 }
 
 static int bootstrap_allgather(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
@@ -496,14 +502,15 @@ static int comm_size(MPI_Comm comm)
  * (PLAN names it), serve, or pass. KEY is the call's raw key. */
 #define SERVE_BLOCKING(KEY, PLAN, PASS)                                 \
     do {                                                                \
-        const xcmpi_rawkey_t key_ = KEY;                                \
+        xcmpi_rawkey_t key_;                                            \
         xcmpi_call_t call_, *call = &call_;                             \
         pmpi_comm_t *c = comm_state(comm);                              \
         const char *why_;                                               \
         int rc_;                                                        \
         if (c == NULL || (xcmpi_log_level < XCMPI_LOG_INFO &&           \
-                          xcmpi_passback_known(&c->passbacks, &key_)))  \
+                          xcmpi_passback_known(&c->passbacks, KEY)))    \
             return (PASS);                                              \
+        key_ = KEY;                                                     \
         why_ = (PLAN);                                                  \
         if (serve(c, call, why_, &key_, &rc_))                          \
             return rc_;                                                 \
@@ -646,15 +653,16 @@ static int serve_nonblocking(pmpi_comm_t *c, pmpi_req_t *r, const char *why,
 /* Every nonblocking entry point: a request to plan into, then serve or pass. */
 #define SERVE_NONBLOCKING(KEY, PLAN, PASS)                              \
     do {                                                                \
-        const xcmpi_rawkey_t key_ = KEY;                                \
+        xcmpi_rawkey_t key_;                                            \
         pmpi_comm_t *c = comm_state(comm);                              \
         pmpi_req_t *r_;                                                 \
         xcmpi_call_t *call;                                             \
         const char *why_;                                               \
         int rc_;                                                        \
         if (c == NULL || (xcmpi_log_level < XCMPI_LOG_INFO &&           \
-                          xcmpi_passback_known(&c->passbacks, &key_)))  \
+                          xcmpi_passback_known(&c->passbacks, KEY)))    \
             return (PASS);                                              \
+        key_ = KEY;                                                     \
         if ((r_ = calloc(1, sizeof(*r_))) == NULL)                      \
             return (PASS);                                              \
         call = &r_->call;                                               \
