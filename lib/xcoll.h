@@ -173,6 +173,10 @@ typedef struct {
     int (*pack)(void *ctx, size_t offset, void *dst, size_t len);
     int (*unpack)(void *ctx, size_t offset, const void *src, size_t len);
     void *ctx;
+    /* An address inside the buffer's memory, or NULL. xcoll asks where it
+     * lives: layouts are host memory only, and device memory behind one
+     * is refused (XCOLL_ERR_UNSUPPORTED) rather than handed to pack. */
+    const void *where;
 } xcoll_layout_t;
 
 /* Any collective, described as data (what xcoll_start takes). Fields are

@@ -133,8 +133,8 @@ const xc_algo_t *xc_algo_find(xc_coll_t coll, const char *name);
  * collective's other algorithms in table order; the first that accepts
  * wins. *s is initialised here and s->algo names the algorithm; why (if
  * not NULL) gets the rule that chose it and what declined, for the log.
- * XCOLL_DECLINED (s left empty) when the candidate reached is "mpi" and
- * a->fallback is set. */
+ * XCOLL_DECLINED (s left empty) when the candidate reached is "mpi", or
+ * no algorithm accepts the call, and a->fallback is set. */
 struct xc_tune;
 xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a,
                                    const struct xc_tune *tune, char *why, size_t whylen);

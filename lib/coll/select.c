@@ -181,6 +181,13 @@ xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a, const
         if (nd >= sizeof(declined))
             nd = sizeof(declined) - 1;
     }
+    if (a->fallback) {
+        /* the caller can still serve it: better than failing a legal call */
+        if (why != NULL)
+            snprintf(why, whylen, "%s; no algorithm accepts it (declined: %s)", rule_text,
+                     declined);
+        return XCOLL_DECLINED;
+    }
     xc_error("%s: no algorithm accepts count %zu of %s on %d ranks (%s; declined: %s)",
              xc_coll_name(a->coll), a->count, xcoll_dtype_name(a->dtype), a->size, rule_text,
              declined);

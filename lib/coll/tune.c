@@ -494,6 +494,29 @@ const xc_tune_t *xc_tune_builtin(void)
     return builtin;
 }
 
+uint64_t xc_tune_hash(const xc_tune_t *t)
+{
+    uint64_t h = 1469598103934665603ULL;
+    size_t i;
+    int c;
+    const char *p;
+#define XC_MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ULL)
+    for (i = 0; t != NULL && i < t->nrules; i++) {
+        const xc_tune_rule_t *r = &t->rules[i];
+        XC_MIX(r->coll);
+        XC_MIX(r->min_ranks);
+        XC_MIX(r->max_ranks);
+        XC_MIX(r->lo);
+        XC_MIX(r->hi);
+        for (c = 0; c < r->ncandidates; c++)
+            for (p = r->candidates[c]->name; *p != '\0'; p++)
+                XC_MIX(*p);
+        XC_MIX(';');
+    }
+#undef XC_MIX
+    return h;
+}
+
 /* ------------------------------------------------------------------ lookup */
 
 static int rule_covers(const xc_tune_rule_t *r, xc_coll_t coll, int nranks, size_t bytes)

@@ -16,6 +16,7 @@
 #define XC_TUNE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "coll.h"
 
@@ -63,6 +64,10 @@ void xc_tune_free(xc_tune_t *t);
 /* The built-in defaults alone, parsed once per process (for callers with
  * no communicator); NULL only if the defaults themselves fail to parse. */
 const xc_tune_t *xc_tune_builtin(void);
+
+/* A hash of the table's rules (regions and candidates, in order): ranks
+ * whose tables differ would choose different schedules. */
+uint64_t xc_tune_hash(const xc_tune_t *t);
 
 /* The winning rule for a call, or NULL when no rule covers it. */
 const xc_tune_rule_t *xc_tune_match(const xc_tune_t *t, xc_coll_t coll, int nranks, size_t bytes);

@@ -53,7 +53,9 @@ typedef struct {
     uint32_t next_id;
     int32_t rank;
     int32_t size;
-    int32_t tune_ok;        /* 0: this rank rejected XCOLL_TUNE / XCOLL_TUNE_FILE */
+    int32_t ok;             /* 0: this rank cannot create it (its configuration, its
+                               selection table) */
+    uint64_t table;         /* xc_tune_hash of its selection table */
 } xc_hello_t;
 
 xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_config_t *cfg,
@@ -63,7 +65,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     struct xcoll_comm_s *comm;
     xc_hello_t me, *all;
     xc_tune_t *tune = NULL;
-    xcoll_status_t rc, tune_rc;
+    xcoll_status_t rc, tune_rc, pre_rc, topo_rc;
     uint32_t id = 0;
     int i;
 
@@ -83,45 +85,56 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
                  boot->size, XC_MAX_RANKS);
         return XCOLL_ERR_INVALID_ARG;
     }
+    /* Every failure from here on is collective: a rank that cannot create
+     * the communicator still takes part in each exchange and says so, and
+     * then every rank fails, instead of the others waiting for it (the MPI
+     * drop-ins rely on this to fall back to MPI on every rank at once). */
+    pre_rc = XCOLL_OK;
     if (cfg == NULL) {
-        if ((rc = xcoll_config_init(&defaults)) != XCOLL_OK)
-            return rc;
+        if ((pre_rc = xcoll_config_init(&defaults)) != XCOLL_OK)
+            memset(&defaults, 0, sizeof(defaults));
         cfg = &defaults;
     }
-    if (!(cfg->timeout_s >= 0)) {
+    if (pre_rc == XCOLL_OK && !(cfg->timeout_s >= 0)) {
         xc_error("xcoll_comm_create: timeout_s %g is negative", cfg->timeout_s);
-        return XCOLL_ERR_INVALID_ARG;
+        pre_rc = XCOLL_ERR_INVALID_ARG;
     }
-    if (cfg->memory != XCOLL_MEMORY_AUTO && cfg->memory != XCOLL_MEMORY_HOST &&
-        cfg->memory != XCOLL_MEMORY_CUDA) {
+    if (pre_rc == XCOLL_OK && cfg->memory != XCOLL_MEMORY_AUTO &&
+        cfg->memory != XCOLL_MEMORY_HOST && cfg->memory != XCOLL_MEMORY_CUDA) {
         xc_error("xcoll_comm_create: memory %d is not an xcoll_memory_t", (int)cfg->memory);
-        return XCOLL_ERR_INVALID_ARG;
+        pre_rc = XCOLL_ERR_INVALID_ARG;
     }
-    if (cfg->memory == XCOLL_MEMORY_CUDA && xc_gpu() == NULL) {
+    if (pre_rc == XCOLL_OK && cfg->memory == XCOLL_MEMORY_CUDA && xc_gpu() == NULL) {
         xc_error("xcoll_comm_create: memory is XCOLL_MEMORY_CUDA, but CUDA is %s",
                  xc_gpu_describe());
-        return XCOLL_ERR_UNSUPPORTED;
+        pre_rc = XCOLL_ERR_UNSUPPORTED;
     }
     xc_log_set_rank(boot->rank);
 
     all = calloc((size_t)boot->size, sizeof(*all));
-    if (all == NULL) {
+    comm = calloc(1, sizeof(*comm));
+    if (all == NULL || comm == NULL) {
+        /* cannot even take part: the one failure that is not collective */
         xc_error("xcoll_comm_create: out of memory for %d ranks", boot->size);
+        free(all);
+        free(comm);
         return XCOLL_ERR_NO_MEMORY;
     }
-    /* A rank whose override is malformed still joins the allgather below,
-     * so every rank fails together instead of the others hanging. */
-    tune_rc = xc_tune_load(&tune, cfg->rules, cfg->rules_source, NULL, 0);
+    tune_rc = pre_rc == XCOLL_OK ? xc_tune_load(&tune, cfg->rules, cfg->rules_source, NULL, 0)
+                                 : pre_rc;
     /* Claim the id before the callback: the callback itself may create a
      * communicator (an MPI drop-in serving the bootstrap's allgather) and
      * must then take a larger id than ours. */
+    memset(&me, 0, sizeof(me)); /* padding too: it travels */
     me.next_id = next_comm_id++;
     me.rank = boot->rank;
     me.size = boot->size;
-    me.tune_ok = tune_rc == XCOLL_OK;
+    me.ok = tune_rc == XCOLL_OK;
+    me.table = me.ok ? xc_tune_hash(tune) : 0;
     if (boot->allgather(&me, all, sizeof(me), boot->ctx) != 0) {
         xc_error("xcoll_comm_create: the bootstrap allgather failed");
         free(all);
+        free(comm);
         xc_tune_free(tune);
         return XCOLL_ERR_BOOTSTRAP;
     }
@@ -133,12 +146,20 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
                      "expected rank %d of size %d (is the allgather in rank order?)",
                      i, all[i].rank, all[i].size, i, boot->size);
             free(all);
+            free(comm);
             xc_tune_free(tune);
             return XCOLL_ERR_BOOTSTRAP;
         }
-        if (!all[i].tune_ok && tune_rc == XCOLL_OK) {
-            xc_error("xcoll_comm_create: rank %d rejected its selection table "
-                     "(XCOLL_TUNE / XCOLL_TUNE_FILE / the caller's rules; see its log)", i);
+        if (!all[i].ok && tune_rc == XCOLL_OK) {
+            xc_error("xcoll_comm_create: rank %d cannot create the communicator (its "
+                     "configuration or selection table: XCOLL_TUNE, XCOLL_TUNE_FILE, the "
+                     "caller's rules; see its log)", i);
+            tune_rc = XCOLL_ERR_INVALID_ARG;
+        }
+        if (all[i].ok && me.ok && tune_rc == XCOLL_OK && all[i].table != me.table) {
+            xc_error("xcoll_comm_create: rank %d's selection table differs from this rank's "
+                     "(XCOLL_TUNE, XCOLL_TUNE_FILE, the caller's rules): every rank must use "
+                     "the same, or they choose different algorithms", i);
             tune_rc = XCOLL_ERR_INVALID_ARG;
         }
         if (all[i].next_id > id)
@@ -147,22 +168,20 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     free(all);
     if (tune_rc != XCOLL_OK) {
         xc_tune_free(tune);
-        return tune_rc == XCOLL_ERR_NO_MEMORY ? tune_rc : XCOLL_ERR_INVALID_ARG;
+        free(comm);
+        return tune_rc == XCOLL_ERR_NO_MEMORY || tune_rc == XCOLL_ERR_UNSUPPORTED
+                   ? tune_rc
+                   : XCOLL_ERR_INVALID_ARG;
     }
     if (id > XC_MAX_COMM_ID) {
         xc_error("xcoll_comm_create: communicator ids exhausted (%u created)", XC_MAX_COMM_ID);
         xc_tune_free(tune);
+        free(comm);
         return XCOLL_ERR_UNSUPPORTED;
     }
     if (next_comm_id < id + 1)
         next_comm_id = id + 1;
 
-    comm = calloc(1, sizeof(*comm));
-    if (comm == NULL) {
-        xc_error("xcoll_comm_create: out of memory");
-        xc_tune_free(tune);
-        return XCOLL_ERR_NO_MEMORY;
-    }
     comm->tune = tune;
     comm->rank = boot->rank;
     comm->size = boot->size;
@@ -171,14 +190,16 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     comm->memory = cfg->memory;
     comm->fallback = cfg->fallback != 0;
     comm->tl = &xc_ucx_transport;
+    /* the transport fails collectively by itself (a rank without a worker
+     * sends no address); a rank whose endpoints failed says so here */
     rc = comm->tl->comm_init(boot, &comm->tl_comm);
-    if (rc == XCOLL_OK) {
-        /* which ranks share a node, for the hierarchical algorithms */
-        rc = xc_topo_create(boot, &comm->topo);
-        if (rc != XCOLL_OK)
-            comm->tl->comm_fini(comm->tl_comm);
-    }
+    topo_rc = xc_topo_create(boot, rc == XCOLL_OK, &comm->topo);
+    if (rc == XCOLL_OK && topo_rc != XCOLL_OK)
+        comm->tl->comm_fini(comm->tl_comm);
+    if (rc == XCOLL_OK)
+        rc = topo_rc;
     if (rc != XCOLL_OK) {
+        xc_topo_free(comm->topo);
         xc_tune_free(tune);
         free(comm);
         return rc;

@@ -28,7 +28,13 @@ xcoll_status_t xcoll_config_init(xcoll_config_t *cfg)
         xc_error("xcoll_config_init: cfg is NULL");
         return XCOLL_ERR_INVALID_ARG;
     }
+    /* every field has its default before any variable is read: a bad one
+     * fails the call but leaves a usable configuration */
     cfg->timeout_s = 0;
+    cfg->rules = NULL;
+    cfg->rules_source = NULL;
+    cfg->fallback = 0;
+    cfg->memory = XCOLL_MEMORY_AUTO;
     env = getenv("XCOLL_TIMEOUT");
     if (env != NULL && *env != '\0') {
         double t = parse_seconds(env);
@@ -38,10 +44,6 @@ xcoll_status_t xcoll_config_init(xcoll_config_t *cfg)
         }
         cfg->timeout_s = t;
     }
-    cfg->rules = NULL;
-    cfg->rules_source = NULL;
-    cfg->fallback = 0;
-    cfg->memory = XCOLL_MEMORY_AUTO;
     env = getenv("XCOLL_MEMORY");
     if (env != NULL && *env != '\0') {
         if (strcmp(env, "auto") == 0)

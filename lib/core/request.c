@@ -161,13 +161,15 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
         xc_sched_release(cs);
         return XCOLL_ERR_NO_MEMORY;
     }
-    /* a side with a layout is the caller's to reach: not asked about */
-    rc = locate_buffers(comm, what, bufs->send_layout != NULL ? NULL : bufs->send,
-                        bufs->recv_layout != NULL ? NULL : bufs->recv, &dev.send_mem,
-                        &dev.recv_mem, &on_gpu);
+    /* a side with a layout is the caller's to reach: asked about where it
+     * says its memory is */
+    rc = locate_buffers(comm, what,
+                        bufs->send_layout != NULL ? bufs->send_layout->where : bufs->send,
+                        bufs->recv_layout != NULL ? bufs->recv_layout->where : bufs->recv,
+                        &dev.send_mem, &dev.recv_mem, &on_gpu);
     if (rc == XCOLL_OK && layouts && (on_gpu || stream != NULL)) {
         xc_error("%s: a buffer with a layout is host memory only, and this call has %s", what,
-                 stream != NULL ? "a CUDA stream" : "a device buffer");
+                 stream != NULL ? "a CUDA stream" : "device memory");
         rc = XCOLL_ERR_UNSUPPORTED;
     }
     dev.gpu = xc_gpu();

@@ -37,8 +37,9 @@ xcoll_status_t xc_topo_from_ranks_per_node(int size, int k, struct xc_topo **out
 /* Collective over the bootstrap: every rank contributes a hash of its host
  * name and kernel boot id. XCOLL_TOPO_RANKS_PER_NODE=k (rank 0's value
  * wins, so ranks never disagree) replaces the detected nodes with fake
- * ones. */
-xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, struct xc_topo **out);
+ * ones. ok 0: this rank failed before (its transport); it still takes
+ * part, and every rank fails. */
+xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, int ok, struct xc_topo **out);
 
 void xc_topo_free(struct xc_topo *t);
 

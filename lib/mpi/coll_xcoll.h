@@ -19,6 +19,7 @@ BEGIN_C_DECLS
 typedef struct {
     int priority;
     bool enable;
+    int new_comms;       /* coll_xcoll_new_comms: take communicators created from now on */
     int min_size;        /* coll_xcoll_np */
     char *colls;         /* coll_xcoll_colls, parsed into mask */
     int verbose;

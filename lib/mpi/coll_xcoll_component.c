@@ -61,6 +61,16 @@ static int xcoll_register(void)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &p->enable);
 
+    /* Writable while MPI runs (MPI_T_cvar_write), so that one job can hold
+     * a communicator xcoll serves and one it does not, side by side: how
+     * bench/mpi_collbench --pair compares the two within one run. */
+    p->new_comms = 1;
+    (void)mca_base_component_var_register(c, "new_comms",
+        "Take the communicators created from now on (0: leave them to the other components; "
+        "writable at run time through MPI_T, for side-by-side measurements)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_LOCAL, &p->new_comms);
+
     p->min_size = 2;
     (void)mca_base_component_var_register(c, "np",
         "Smallest communicator (number of ranks) xcoll takes; smaller ones stay with the "
@@ -107,11 +117,24 @@ static int type_described(MPI_Datatype d)
     return ompi_datatype_is_predefined(t) || t->args != NULL;
 }
 
+static void type_retain(MPI_Datatype d)
+{
+    OBJ_RETAIN((ompi_datatype_t *)d);
+}
+
+static void type_release(MPI_Datatype d)
+{
+    ompi_datatype_t *t = (ompi_datatype_t *)d;
+    OBJ_RELEASE(t);
+}
+
 static int xcoll_open(void)
 {
     char bad[64];
     mca_coll_xcoll_params_t *p = &mca_coll_xcoll_params;
     xcmpi_type_described = type_described;
+    xcmpi_type_retain = type_retain;
+    xcmpi_type_release = type_release;
     xcmpi_log_init(p->verbose);
     if (xcmpi_parse_colls(p->colls, &p->mask, bad, sizeof(bad)) != 0) {
         xcmpi_warn("coll_xcoll_colls: '%s' is not a collective name; xcoll takes none", bad);

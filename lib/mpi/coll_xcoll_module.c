@@ -205,12 +205,13 @@ static void comm_create(mca_coll_xcoll_module_t *m)
     boot.ctx = m;
     status = xcoll_config_init(&cfg);
     rules_ok = xcmpi_config_rules(&cfg, mca_coll_xcoll_params.tune_file, &rules) == 0;
-    if (status == XCOLL_OK)
-        status = xcoll_comm_create(&boot, &cfg, &m->xcomm);
-    else
-        m->xcomm = NULL;
+    if (status != XCOLL_OK || !rules_ok)
+        xcmpi_config_fail(&cfg, status != XCOLL_OK ? "the XCOLL_* environment"
+                                                   : "the drop-in rules file");
+    /* collective, and failing on every rank when one fails */
+    status = xcoll_comm_create(&boot, &cfg, &m->xcomm);
     free(rules);
-    ok = status == XCOLL_OK && rules_ok;
+    ok = status == XCOLL_OK;
     if (m->prev.coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, m->comm,
                                m->prev.coll_allreduce_module) != OMPI_SUCCESS)
         all_ok = 0;
@@ -225,8 +226,7 @@ static void comm_create(mca_coll_xcoll_module_t *m)
     m->xcomm = NULL;
     m->state = XCOLL_OMPI_COMM_FAILED;
     xcmpi_warn("no xcoll communicator for %s (%s); Open MPI serves its collectives", label,
-               !ok ? (status != XCOLL_OK ? xcoll_strerror(status) : "its drop-in rules file")
-                   : "it failed on another rank");
+               !ok ? xcoll_strerror(status) : "it failed on another rank");
 }
 
 /* --- serving a call ----------------------------------------------------------- */
@@ -257,6 +257,11 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
     xcoll_status_t status;
     int declined;
 
+    if (why == xcmpi_plan_failed) {
+        xcmpi_call_fini(call);
+        *rc = OMPI_ERR_OUT_OF_RESOURCE;
+        return true;
+    }
     if (why == NULL && m->state == XCOLL_OMPI_COMM_NONE)
         comm_create(m);
     if (why == NULL && m->state != XCOLL_OMPI_COMM_READY)
@@ -313,8 +318,8 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
 /* The shape of every entry point. A call passed back before with the
  * same arguments goes straight back (dropin.h, "passing back fast");
  * unless every call is logged. A blocking one plans on the stack; a
- * nonblocking one plans into its request, which goes back to the free
- * list when the call is passed back. KEY is the call's raw key, PLAN the
+ * nonblocking one plans into a request of its own, released when the
+ * call is passed back. KEY is the call's raw key, PLAN the
  * planner call, with `call` naming the call to fill; PASS the previous
  * module's call. */
 #define SERVE_BLOCKING(KEY, PLAN, PASS)                                       \
@@ -346,8 +351,8 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
             xcmpi_passback_known(&m->passbacks, KEY))                         \
             return (PASS);                                                    \
         key_ = KEY;                                                           \
-        if ((r_ = request_new()) == NULL)                                     \
-            return (PASS);                                                    \
+        if ((r_ = request_new()) == NULL) /* never a one-rank pass-back */    \
+            return OMPI_ERR_OUT_OF_RESOURCE;                                  \
         call = &r_->call;                                                     \
         why_ = (PLAN);                                                        \
         if (serve(m, call, why_, r_, request, &key_, &rc_)) {                 \
@@ -662,7 +667,7 @@ mca_coll_base_module_t *mca_coll_xcoll_comm_query(struct ompi_communicator_t *co
     mca_coll_xcoll_module_t *m;
     xcmpi_mask_t mask = p->mask;
 
-    if (!p->enable || mask == 0)
+    if (!p->enable || !p->new_comms || mask == 0)
         return NULL;
     if (OMPI_COMM_IS_INTER(comm)) {
         xcmpi_debug("declined %s: an intercommunicator", comm->c_name);

@@ -163,6 +163,19 @@ void xcmpi_call_fini(xcmpi_call_t *call)
 }
 
 static const char *const bad_type = "invalid datatype (MPI reports the error)";
+const char xcmpi_plan_failed[] = "out of memory describing a datatype";
+
+/* Why a valid-looking type has no map: MPI_DATATYPE_NULL is erroneous
+ * (MPI reports it, on every rank that passes it); anything else is this
+ * rank running out of memory. */
+static const char *no_map(xcmpi_call_t *call, MPI_Datatype dtype)
+{
+    call->permanent = 0;
+    if (dtype == MPI_DATATYPE_NULL)
+        return bad_type;
+    xcmpi_error("cannot describe a datatype (out of memory?)");
+    return xcmpi_plan_failed;
+}
 static const char *const bad_count = "negative count (MPI reports the error)";
 static const char *const bad_root = "root out of range (MPI reports the error)";
 static const char *const bad_in_place =
@@ -176,10 +189,8 @@ static const char *data_bytes(xcmpi_call_t *call, MPI_Datatype dtype, int count,
     xcmpi_typemap_t *tm;
     if (count < 0)
         return bad_count;
-    if ((tm = xcmpi_typemap_get(dtype)) == NULL) {
-        call->permanent = 0; /* a freed handle may become a valid one */
-        return bad_type;
-    }
+    if ((tm = xcmpi_typemap_get(dtype)) == NULL)
+        return no_map(call, dtype);
     *bytes = (size_t)count * tm->size;
     call->permanent &= tm->named;
     xcmpi_typemap_put(tm);
@@ -251,10 +262,8 @@ static const char *reduce_args(xcmpi_call_t *call, MPI_Datatype dtype, int count
                "(user op, MINLOC/MAXLOC, logical op or invalid)";
     if (count < 0)
         return bad_count;
-    if ((tm = xcmpi_typemap_get(dtype)) == NULL) {
-        call->permanent = 0;
-        return bad_type;
-    }
+    if ((tm = xcmpi_typemap_get(dtype)) == NULL)
+        return no_map(call, dtype);
     d = tm->xdtype;
     n = tm->nbasic;
     call->permanent &= tm->named;
@@ -546,6 +555,12 @@ void xcmpi_describe(const xcmpi_call_t *c, char *buf, size_t len)
 }
 
 /* --- the drop-in selection rules ------------------------------------------------ */
+
+void xcmpi_config_fail(xcoll_config_t *cfg, const char *why)
+{
+    cfg->rules = "(this rank could not configure xcoll)";
+    cfg->rules_source = why;
+}
 
 int xcmpi_config_rules(xcoll_config_t *cfg, const char *path, char **text)
 {

@@ -183,6 +183,12 @@ const char *xcmpi_plan_scatter(xcmpi_call_t *call, const void *sbuf, int scount,
                                int root, int rank, int size);
 void xcmpi_plan_barrier(xcmpi_call_t *call);
 
+/* The planner's verdict when this rank cannot describe a valid datatype
+ * (out of memory): not a reason to pass the call back, which the others
+ * would not do, but an error the drop-in returns (peers may then hang,
+ * as with any rank that fails a collective). */
+extern const char xcmpi_plan_failed[];
+
 /* Drops what a planned call holds (type map references). */
 void xcmpi_call_fini(xcmpi_call_t *call);
 
@@ -225,5 +231,10 @@ extern const char xcmpi_rules_builtin[];
  * xcoll_comm_create and report failure, so that every rank passes back.
  * *text is the caller's to free (may be NULL). */
 int xcmpi_config_rules(xcoll_config_t *cfg, const char *path, char **text);
+
+/* Makes xcoll_comm_create fail on every rank because this one cannot take
+ * part (its configuration failed, why says how): it still joins, with
+ * rules that do not parse, so the others are told instead of waiting. */
+void xcmpi_config_fail(xcoll_config_t *cfg, const char *why);
 
 #endif

@@ -380,12 +380,13 @@ static void comm_create(pmpi_comm_t *c)
     boot.ctx = c;
     status = xcoll_config_init(&cfg);
     rules_ok = xcmpi_config_rules(&cfg, getenv("XCOLL_MPI_TUNE_FILE"), &rules) == 0;
-    if (status == XCOLL_OK)
-        status = xcoll_comm_create(&boot, &cfg, &c->xcomm);
-    else
-        c->xcomm = NULL;
+    if (status != XCOLL_OK || !rules_ok)
+        xcmpi_config_fail(&cfg, status != XCOLL_OK ? "the XCOLL_* environment"
+                                                   : "the drop-in rules file");
+    /* collective, and failing on every rank when one fails */
+    status = xcoll_comm_create(&boot, &cfg, &c->xcomm);
     free(rules);
-    ok = status == XCOLL_OK && rules_ok;
+    ok = status == XCOLL_OK;
     if (finish_blocking(PMPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm, &request),
                         &request) != MPI_SUCCESS)
         all_ok = 0;
@@ -399,8 +400,7 @@ static void comm_create(pmpi_comm_t *c)
     c->xcomm = NULL;
     c->state = PCOMM_FAILED;
     xcmpi_warn("no xcoll communicator for %s (%s); MPI serves its collectives", c->label,
-               !ok ? (status != XCOLL_OK ? xcoll_strerror(status) : "its drop-in rules file")
-                   : "it failed on another rank");
+               !ok ? xcoll_strerror(status) : "it failed on another rank");
 }
 
 /* Starts a planned call in xcoll if it can (why: the planner's verdict,
@@ -415,6 +415,10 @@ static xcoll_status_t start(pmpi_comm_t *c, xcmpi_call_t *call, int nonblocking,
     char what[160];
     int declined;
     *req = NULL;
+    if (why == xcmpi_plan_failed) {
+        xcmpi_call_fini(call);
+        return XCOLL_ERR_NO_MEMORY;
+    }
     if (why == NULL && c->declined != NULL)
         why = c->declined;
     if (why == NULL && !(pm.mask & XCMPI_BIT(call->coll, nonblocking)))
@@ -663,8 +667,11 @@ static int serve_nonblocking(pmpi_comm_t *c, pmpi_req_t *r, const char *why,
                           xcmpi_passback_known(&c->passbacks, KEY)))    \
             return (PASS);                                              \
         key_ = KEY;                                                     \
-        if ((r_ = calloc(1, sizeof(*r_))) == NULL)                      \
-            return (PASS);                                              \
+        if ((r_ = calloc(1, sizeof(*r_))) == NULL) {                    \
+            /* never a one-rank pass-back: the others serve it */       \
+            (void)PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM);      \
+            return MPI_ERR_NO_MEM;                                      \
+        }                                                               \
         call = &r_->call;                                               \
         why_ = (PLAN);                                                  \
         if (serve_nonblocking(c, r_, why_, &key_, request, &rc_))       \

@@ -17,8 +17,13 @@
 /* Beyond this many runs a type is packed element by element through MPI
  * instead (8 MiB of runs). */
 #define MAX_RUNS ((size_t)1 << 18)
-/* Deeper nesting than any real program builds: opaque. */
+/* Deeper nesting than any real program builds: opaque (a local choice:
+ * the type is then packed through MPI). */
 #define MAX_DEPTH 32
+/* The signature has no such limit of its own, since a type's verdict must
+ * not depend on how it was built; this only keeps a hostile type from
+ * exhausting the stack. */
+#define MAX_SIGNATURE_DEPTH 10000
 
 /* --- runs --------------------------------------------------------------------- */
 
@@ -93,7 +98,14 @@ static int push_copies(runs_t *out, const runs_t *t, size_t n, MPI_Aint step, MP
         return MAP_OK;
     if (t->n == 1 && t->v[0].reps == 1)
         return push_run(out, shift + t->v[0].disp, t->v[0].len, n, step);
-    if (n > MAX_RUNS || t->n * n > MAX_RUNS)
+    /* one strided run whose copies continue it: one longer run */
+    if (t->n == 1 && step == (MPI_Aint)t->v[0].reps * t->v[0].stride &&
+        t->v[0].reps <= SIZE_MAX / n)
+        return push_run(out, shift + t->v[0].disp, t->v[0].len, t->v[0].reps * n,
+                        t->v[0].stride);
+    /* copies usually merge as they go (push_run gives up past MAX_RUNS
+     * runs); this only bounds the work of those that do not */
+    if (n > ((size_t)64 << 20) / t->n)
         return MAP_OPAQUE;
     for (k = 0; k < n; k++)
         for (i = 0; i < t->n; i++)
@@ -112,6 +124,14 @@ static int described_always(MPI_Datatype d)
 }
 
 int (*xcmpi_type_described)(MPI_Datatype d) = described_always;
+
+static void type_nothing(MPI_Datatype d)
+{
+    (void)d;
+}
+
+void (*xcmpi_type_retain)(MPI_Datatype d) = type_nothing;
+void (*xcmpi_type_release)(MPI_Datatype d) = type_nothing;
 
 static int is_named(MPI_Datatype d)
 {
@@ -405,9 +425,11 @@ static int signature(MPI_Datatype d, MPI_Datatype *basic, int *mixed, int depth)
         return MAP_ERROR;
     if (size == 0 || *mixed)
         return MAP_OK;
-    if (depth > MAX_DEPTH || (rc = contents_get(d, &c)) != MAP_OK) {
+    if (depth > MAX_SIGNATURE_DEPTH)
+        return MAP_ERROR;
+    if ((rc = contents_get(d, &c)) != MAP_OK) {
         *mixed = 1;
-        return rc == MAP_ERROR ? rc : MAP_OK;
+        return rc;
     }
     if (c.combiner == MPI_COMBINER_NAMED || c.nd == 0) {
         /* a basic type (the Fortran constructors make types of their own) */
@@ -437,6 +459,8 @@ static void typemap_free(xcmpi_typemap_t *tm)
     if (tm->handle != MPI_DATATYPE_NULL && tm->handle_owned &&
         PMPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
         PMPI_Type_free(&tm->handle);
+    if (tm->handle_retained)
+        xcmpi_type_release(tm->handle);
     free(tm->runs);
     free(tm->before);
     free(tm);
@@ -472,6 +496,8 @@ static xcmpi_typemap_t *typemap_build(MPI_Datatype d, int named, int described)
          * the call that passes it, and only MPI can pack it */
         tm->opaque = 1;
         tm->handle = d;
+        tm->handle_retained = 1;
+        xcmpi_type_retain(d);
         return tm;
     }
     if (tm->basic != MPI_DATATYPE_NULL) {
@@ -783,6 +809,11 @@ int xcmpi_buf_init(xcmpi_buf_t *b, xcmpi_typemap_t *tm, const void *base, size_t
     b->layout.pack = xcmpi_buf_pack;
     b->layout.unpack = xcmpi_buf_unpack;
     b->layout.ctx = b;
+    /* the first data byte, so xcoll can tell device memory (which only a
+     * CUDA-aware MPI's own pack could reach) */
+    b->layout.where = tm->opaque || tm->nruns == 0
+                          ? NULL
+                          : (const void *)(elem_addr(b, 0) + (uintptr_t)tm->runs[0].disp);
     return 1;
 }
 

@@ -14,8 +14,9 @@
  * Adjacent pieces merge into one run while the map is built, so
  * MPI_Type_vector(n, 1, s, MPI_INT) is one run however large n is. Types
  * the builder cannot take apart (MPI_Type_create_darray, the Fortran
- * ones, runs beyond a limit) are "opaque": packed one whole element at a
- * time through PMPI_Pack/PMPI_Unpack.
+ * ones, runs beyond a limit, nesting deeper than 32) are "opaque": packed
+ * in whole elements through PMPI_Pack/PMPI_Unpack (a part of an element
+ * is packed whole and cut, or patched and unpacked whole).
  */
 #ifndef XCOLL_MPI_TYPEMAP_H
 #define XCOLL_MPI_TYPEMAP_H
@@ -50,6 +51,7 @@ typedef struct xcmpi_typemap {
     int opaque;           /* no runs: pack whole elements through MPI */
     MPI_Datatype handle;  /* for opaque maps: the type (a dup of a derived one) */
     int handle_owned;     /* handle is that dup, freed with the map */
+    int handle_retained;  /* handle is MPI's own type, retained (xcmpi_type_retain) */
     xcmpi_run_t *runs;
     size_t nruns;
     size_t *before;       /* nruns + 1: data bytes of one element before run i */
@@ -62,6 +64,12 @@ typedef struct xcmpi_typemap {
  * own. Default: every type can. A type that cannot is packed through
  * MPI_Pack and never reduced (its signature is unknown). */
 extern int (*xcmpi_type_described)(MPI_Datatype d);
+
+/* Keep such a type alive while a map uses it (a nonblocking call may
+ * outlive its caller's reference); the component sets them, the defaults
+ * do nothing. */
+extern void (*xcmpi_type_retain)(MPI_Datatype d);
+extern void (*xcmpi_type_release)(MPI_Datatype d);
 
 /* The type map of dtype, built on first sight and cached with the type
  * (an attribute of derived types, a table for named ones); a reference

@@ -483,7 +483,12 @@ static xcoll_status_t exchange_addresses(const xcoll_bootstrap_t *boot, uint64_t
     }
 
     for (size_t r = 0; r < size; r++) {
-        if (lens[r] == 0 || lens[r] > XC_UCX_MAX_ADDR_LEN) {
+        if (lens[r] == 0) {
+            if (r != (size_t)boot->rank)
+                xc_error("rank %zu could not set up UCX (see its log)", r);
+            return XCOLL_ERR_TRANSPORT;
+        }
+        if (lens[r] > XC_UCX_MAX_ADDR_LEN) {
             xc_error("bootstrap gave rank %zu a UCX address of %llu bytes", r,
                      (unsigned long long)lens[r]);
             return XCOLL_ERR_BOOTSTRAP;
@@ -522,6 +527,17 @@ static xcoll_status_t exchange_addresses(const xcoll_bootstrap_t *boot, uint64_t
     return XCOLL_OK;
 }
 
+/* A rank that cannot take part in exchange_addresses still joins its
+ * first allgather, with an empty address, so that every rank fails there
+ * rather than wait for this one. */
+static void exchange_failed(const xcoll_bootstrap_t *boot)
+{
+    uint64_t mine_hdr[2] = {0, node_id()}, *hdrs = malloc((size_t)boot->size * sizeof(mine_hdr));
+    if (hdrs != NULL)
+        (void)boot->allgather(mine_hdr, hdrs, sizeof(mine_hdr), boot->ctx);
+    free(hdrs);
+}
+
 static xcoll_status_t ucx_comm_init(const xcoll_bootstrap_t *boot, void **tl_comm)
 {
     xc_ucx_comm_t *c;
@@ -544,13 +560,16 @@ static xcoll_status_t ucx_comm_init(const xcoll_bootstrap_t *boot, void **tl_com
         return XCOLL_ERR_INVALID_ARG;
     }
 
-    if (g_ucx.comms == 0 && (st = worker_create(boot->size)) != XCOLL_OK)
+    if (g_ucx.comms == 0 && (st = worker_create(boot->size)) != XCOLL_OK) {
+        exchange_failed(boot);
         return st;
+    }
     g_ucx.comms++; /* from here on, ucx_comm_fini undoes everything */
 
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
         xc_error("out of memory for a UCX communicator");
+        exchange_failed(boot);
         if (--g_ucx.comms == 0)
             worker_destroy();
         return XCOLL_ERR_NO_MEMORY;
@@ -561,6 +580,7 @@ static xcoll_status_t ucx_comm_init(const xcoll_bootstrap_t *boot, void **tl_com
     lens = calloc((size_t)boot->size, sizeof(*lens));
     if (c->peers == NULL || lens == NULL) {
         xc_error("out of memory for %d UCX peers", boot->size);
+        exchange_failed(boot);
         st = XCOLL_ERR_NO_MEMORY;
         goto fail;
     }

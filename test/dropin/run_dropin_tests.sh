@@ -60,6 +60,12 @@ fail() {
     failures=$((failures + 1))
 }
 
+# No drop-in rules (an empty file): xcoll serves everything it can, so its
+# paths are the ones tested and the served-call checks below can see them;
+# the built-in rules (which give small calls to MPI) are checked at the end.
+XCOLL_MPI_TUNE_FILE=${XCOLL_MPI_TUNE_FILE-/dev/null}
+export XCOLL_MPI_TUNE_FILE
+
 # The uninstalled libxcoll must be found by the component and the PMPI
 # library; a sanitizer build must have its runtime loaded first.
 LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -77,7 +83,8 @@ launch() {
     log=$2
     shift 2
     # shellcheck disable=SC2086
-    timeout "$RUN_TIMEOUT" $MPIRUN $MPIRUN_FLAGS -np "$np" -x LD_LIBRARY_PATH "$@" 2>"$log"
+    timeout "$RUN_TIMEOUT" $MPIRUN $MPIRUN_FLAGS -np "$np" -x LD_LIBRARY_PATH -x XCOLL_MPI_TUNE_FILE \
+        "$@" 2>"$log"
 }
 
 # launch_logged NP LOGFILE args...: like launch, but LOGFILE gets each
@@ -315,6 +322,37 @@ if [ "$have_pmpi" = yes ]; then
     fi
 fi
 
+# --- the built-in drop-in rules ---------------------------------------------------------
+# lib/mpi/dropin.tune gives the sizes where Open MPI was measured faster
+# back to it: results must not change, and the log must say why.
+if [ -s "${top_srcdir:-$top_builddir/..}/lib/mpi/dropin.tune" ] &&
+        grep -q ':mpi' "${top_srcdir:-$top_builddir/..}/lib/mpi/dropin.tune"; then
+    for mode in component pmpi; do
+        [ "$mode" = component ] && [ "$have_component" = no ] && continue
+        [ "$mode" = pmpi ] && [ "$have_pmpi" = no ] && continue
+        if [ "$mode" = component ]; then
+            # shellcheck disable=SC2086
+            set -- $COMP_ARGS $comp_env
+        else
+            set -- -x LD_PRELOAD="$pmpi_preload" -x XCOLL_MPI_NP=1
+        fi
+        XCOLL_MPI_TUNE_FILE= # the built-in rules
+        launch_logged $PROOF_NP "$work/rules.$mode.err" "$@" -x XCOLL_LOG=info \
+            "$TEST" > "$work/rules.$mode.out"
+        rules_status=$?
+        XCOLL_MPI_TUNE_FILE=/dev/null
+        if [ $rules_status -eq 0 ] &&
+                diff -q "$work/plain.$PROOF_NP" "$work/rules.$mode.out" > /dev/null 2>&1 &&
+                expect "$work/rules.$mode.err" "$mode with the built-in rules" \
+                    "passed back allreduce on MPI_COMM_WORLD (size $PROOF_NP): MPI measured faster" \
+                    "info: served"; then
+            echo "PASS: $mode with the built-in drop-in rules: identical results, $(grep -c 'MPI measured faster' "$work/rules.$mode.err") calls given to MPI as measured faster"
+        else
+            fail "$mode with the built-in drop-in rules"
+        fi
+    done
+fi
+
 # --- MPICH: the PMPI library built against MPICH ----------------------------------------
 MPICH_TEST=${DROPIN_TEST_MPICH:-$top_builddir/test/dropin/dropin_test_mpich}
 MPICH_PMPI_LIB=${XCOLL_MPICH_PMPI_LIB:-$top_builddir/lib/mpi/.libs/libxcoll_mpich.so}
@@ -331,6 +369,7 @@ else
         m_err=$3
         shift 3
         timeout "$RUN_TIMEOUT" "$MPICH_MPIEXEC" -n "$m_np" -genv LD_LIBRARY_PATH "$LD_LIBRARY_PATH" \
+            -genv XCOLL_MPI_TUNE_FILE "$XCOLL_MPI_TUNE_FILE" \
             "$@" > "$m_out" 2> "$m_err"
     }
     for np in $MPICH_NPS $MPICH_QUICK_NPS; do

@@ -60,6 +60,12 @@ fail() {
 
 LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LD_LIBRARY_PATH
+# No drop-in rules (an empty file) for the main runs: xcoll serves all it
+# can. SPEC_RULES_NPS: rank counts run again with the built-in rules,
+# where served and passed-back calls mix by size.
+XCOLL_MPI_TUNE_FILE=${XCOLL_MPI_TUNE_FILE-/dev/null}
+export XCOLL_MPI_TUNE_FILE
+RULES_NPS=${SPEC_RULES_NPS:-"2 4 7"}
 # a sanitizer build needs its runtime loaded before anything else
 asan_rt=
 [ -f "$PMPI_LIB" ] && asan_rt=$(ldd "$PMPI_LIB" 2>/dev/null | awk '/libasan/ {print $3; exit}')
@@ -93,7 +99,8 @@ run() {
     r_out=$4
     shift 4
     # shellcheck disable=SC2046,SC2086
-    timeout "$RUN_TIMEOUT" $MPIRUN $MPIRUN_FLAGS -np "$r_np" -x LD_LIBRARY_PATH $(args_of "$r_mode") \
+    timeout "$RUN_TIMEOUT" $MPIRUN $MPIRUN_FLAGS -np "$r_np" -x LD_LIBRARY_PATH \
+        -x XCOLL_MPI_TUNE_FILE $(args_of "$r_mode") \
         "$@" "$top_builddir/test/dropin/$r_prog" > "$r_out" 2> "$r_out.err"
     r_status=$?
     if [ $r_status -eq 124 ]; then
@@ -120,6 +127,28 @@ for p in $PROGS; do
             fi
         done
         [ -n "$passed" ] && echo "PASS: $p under $mode at ranks$passed"
+    done
+done
+
+# The built-in drop-in rules: the same programs where small calls go to MPI.
+for p in $PROGS; do
+    for mode in $modes; do
+        [ "$mode" = plain ] && continue
+        passed=""
+        for np in $RULES_NPS; do
+            XCOLL_MPI_TUNE_FILE= # the built-in rules
+            run "$mode" "$np" "$p" "$work/out"
+            rules_status=$?
+            XCOLL_MPI_TUNE_FILE=/dev/null
+            if [ $rules_status -eq 0 ]; then
+                passed="$passed $np"
+            else
+                fail "$p under $mode with the built-in rules at $np ranks:"
+                head -8 "$work/out"
+                tail -4 "$work/out.err"
+            fi
+        done
+        [ -n "$passed" ] && echo "PASS: $p under $mode with the built-in drop-in rules at ranks$passed"
     done
 done
 
@@ -169,6 +198,7 @@ else
             for np in $MPICH_NPS; do
                 # shellcheck disable=SC2086
                 timeout "$RUN_TIMEOUT" "$MPICH_MPIEXEC" -n "$np" -genv LD_LIBRARY_PATH "$LD_LIBRARY_PATH" \
+                    -genv XCOLL_MPI_TUNE_FILE "$XCOLL_MPI_TUNE_FILE" \
                     ${preload:+-genv LD_PRELOAD "${asan_rt:+$asan_rt }$preload" -genv XCOLL_MPI_NP 1} \
                     "$top_builddir/test/dropin/${p}_mpich" > "$work/m.out" 2> "$work/m.err"
                 if [ $? -eq 0 ] && grep -q '^ No Errors$' "$work/m.out"; then

@@ -390,6 +390,36 @@ static void test_fallback(void)
     TC_EXPECT(XCOLL_ERR_INVALID_ARG, st);
     if (plain != NULL)
         xcoll_comm_destroy(plain);
+    if (tc.size > 1) {
+        /* tables that differ between ranks would choose different
+         * schedules: creation fails on every rank */
+        plain = comm_with(tc.rank == 0 ? "allreduce:0-1k:mpi" : "allreduce:0-2k:mpi", 1, &st);
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, st);
+        if (plain != NULL)
+            xcoll_comm_destroy(plain);
+    }
+    {
+        /* one rank's configuration is wrong (it asks for CUDA memory on a
+         * machine without a device, or a negative timeout): every rank
+         * fails, none waits for it */
+        xcoll_config_t cfg;
+        xcoll_comm_t c = NULL;
+        xcoll_config_init(&cfg);
+        if (tc.rank == tc.size - 1)
+            cfg.timeout_s = -1;
+        st = xcoll_comm_create_mpi(MPI_COMM_WORLD, &cfg, &c);
+        if (st != XCOLL_OK && c == NULL)
+            tc_pass();
+        else
+            tc_fail("one rank's bad configuration: creation gave %s here", xcoll_strerror(st));
+        if (c != NULL)
+            xcoll_comm_destroy(c);
+    }
+    /* the communicator after those failures still works */
+    plain = comm_with(NULL, 0, &st);
+    if (TC_EXPECT(XCOLL_OK, st) &&
+        TC_EXPECT(XCOLL_OK, xcoll_allreduce(in, out, 10, XCOLL_INT32, XCOLL_SUM, plain, NULL)))
+        TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(plain));
 }
 
 int main(int argc, char **argv)
