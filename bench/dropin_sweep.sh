@@ -5,7 +5,7 @@
 #
 #   bench/dropin_sweep.sh [--np "2 4 8"] [--table-np "2 4"] [--reps 3]
 #                         [--max 64M] [--margin 0.03] [--rules FILE]
-#                         [--doc FILE] [--results DIR] [--quick]
+#                         [--doc FILE] [--results DIR] [--quick] [--reuse]
 #
 # Every measurement is side by side in one job: bench/mpi_collbench --pair
 # runs under the Open MPI component with two communicators, one xcoll
@@ -16,8 +16,9 @@
 # from one minute to the next.
 # 1. Measure: the component serving everything it can
 #    (XCOLL_MPI_TUNE_FILE=/dev/null: no drop-in rules), at --np rank counts.
-# 2. Rules: wherever xcoll was not at least --margin faster than Open MPI,
-#    the size band goes to MPI: "coll@ranks:lo-hi:mpi", written to --rules
+# 2. Rules: wherever xcoll was not at least --margin faster than Open MPI
+#    in every run (a path that is sometimes fast and sometimes slow goes to
+#    MPI), the size band goes to MPI: "coll@ranks:lo-hi:mpi", written to --rules
 #    (default lib/mpi/dropin.tune, which the drop-ins carry once rebuilt;
 #    XCOLL_MPI_TUNE_FILE=FILE uses a file without a rebuild). A measured
 #    size s stands for [s, 2s); a rank count for the counts up to it from
@@ -30,7 +31,8 @@
 # Raw numbers: --results (default bench/results/dropin). Environment:
 # MPIRUN (default mpirun), MPIRUN_FLAGS, BUILD (default: build/ next to
 # this script's directory). Takes about 40 minutes on a 2-core machine;
-# --quick (to try it: 2 and 4 ranks, up to 64 KiB, 1 rep) a minute.
+# --quick (to try it: 2 and 4 ranks, up to 64 KiB, 1 rep) a minute;
+# --reuse keeps the measurements of an earlier run and redoes steps 2-3.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,6 +47,7 @@ rules="$top/lib/mpi/dropin.tune"
 doc="$top/docs/PERFORMANCE.md"
 results="$here/results/dropin"
 colls="allreduce,bcast,reduce,allgather,reduce_scatter,alltoall,gather,scatter,barrier"
+reuse=0
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -57,6 +60,7 @@ while [ $# -gt 0 ]; do
     --doc) doc=$2; shift ;;
     --results) results=$2; shift ;;
     --quick) nps="2 4"; table_nps="2 4"; reps=1; max=64K ;;
+    --reuse) reuse=1 ;;
     -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "dropin_sweep.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -101,8 +105,9 @@ sweep() {
     done
 }
 
-# medians TAG: "coll np bytes plain_us xcoll_us ratio" lines, each the
-# median over the runs (the ratio: of the runs' paired ratios)
+# medians TAG: "coll np bytes plain_us xcoll_us ratio min_ratio" lines:
+# medians over the runs (the ratio: of the runs' paired ratios), and the
+# smallest run's ratio
 medians() {
     for f in "$results/$1"-np*-r*.txt; do
         awk '!/^#/ && NF == 7 { print $1, $2, $3, $5, $6, $7 }' "$f"
@@ -112,8 +117,11 @@ medians() {
                 if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
             return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
         }
-        function flush() {
-            if (key != "") print key, med(vp, n), med(vx, n), med(vr, n)
+        function flush(   i, lo) {
+            if (key == "") return
+            lo = vr[1]
+            for (i = 2; i <= n; i++) if (vr[i] + 0 < lo + 0) lo = vr[i]
+            print key, med(vp, n), med(vx, n), med(vr, n), lo
         }
         { k = $1 " " $2 " " $3
           if (k != key) { flush(); key = k; n = 0 }
@@ -121,8 +129,12 @@ medians() {
         END { flush() }'
 }
 
-echo "1. measuring: Open MPI and xcoll serving everything, side by side ($reps runs, ranks: $nps)"
-sweep measure /dev/null "$nps"
+if [ "$reuse" = 1 ] && ls "$results"/measure-np*-r*.txt > /dev/null 2>&1; then
+    echo "1. measuring: reusing the runs in $results (--reuse)"
+else
+    echo "1. measuring: Open MPI and xcoll serving everything, side by side ($reps runs, ranks: $nps)"
+    sweep measure /dev/null "$nps"
+fi
 medians measure > "$results/measure-medians.txt"
 
 echo "2. writing the drop-in rules to $rules"
@@ -135,11 +147,12 @@ echo "2. writing the drop-in rules to $rules"
 # and XCOLL_TUNE_FILE / XCOLL_TUNE, and nothing else reads them.
 #
 # Written by bench/dropin_sweep.sh on $(date -u +%Y-%m-%d) ($(uname -m), $(nproc) cores,
-# $(mpirun --version 2>/dev/null | head -1)): medians of $reps alternating runs
-# of bench/mpi_collbench at $nps ranks; a band goes to MPI unless xcoll
-# was at least $margin faster. Regenerate on your machine with
-# bench/dropin_sweep.sh and point XCOLL_MPI_TUNE_FILE (or the component's
-# coll_xcoll_tune_file) at the result, or rebuild with it in place.
+# $(mpirun --version 2>/dev/null | head -1)): $reps runs of bench/mpi_collbench
+# --pair at $nps ranks (Open MPI and xcoll side by side in one job); a band
+# goes to MPI unless xcoll was at least $margin faster in every run.
+# Regenerate on your machine with bench/dropin_sweep.sh and point
+# XCOLL_MPI_TUNE_FILE (or the component's coll_xcoll_tune_file) at the
+# result, or rebuild with it in place.
 EOF
     awk -v margin="$margin" -v nps="$nps" '
         BEGIN { n = split(nps, list, " ")
@@ -169,7 +182,7 @@ EOF
         }
         { if ($1 != coll || $2 != np) { if (coll != "") emit(); coll = $1; np = $2; cnt = 0 }
           sz[++cnt] = $3
-          mpi[cnt] = !($6 + 0 >= 1 + margin) }
+          mpi[cnt] = !($7 + 0 >= 1 + margin) }
         END { if (coll != "") emit() }' "$results/measure-medians.txt"
 } > "$rules.new"
 mv "$rules.new" "$rules"
