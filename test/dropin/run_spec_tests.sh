@@ -87,7 +87,7 @@ args_of() {
         plain) echo "" ;;
         component)
             echo "--mca mca_base_component_path $COMPONENT_DIR:$ompi_dir --mca coll_xcoll_priority 100 --mca coll_xcoll_np 1${asan_rt:+ -x LD_PRELOAD=$asan_rt}" ;;
-        pmpi) echo "-x LD_PRELOAD=${asan_rt:+$asan_rt }$PMPI_LIB -x XCOLL_MPI_NP=1" ;;
+        pmpi) echo "-x LD_PRELOAD=${asan_rt:+$asan_rt:}$PMPI_LIB -x XCOLL_MPI_NP=1" ;;
     esac
 }
 
@@ -199,7 +199,7 @@ else
                 # shellcheck disable=SC2086
                 timeout "$RUN_TIMEOUT" "$MPICH_MPIEXEC" -n "$np" -genv LD_LIBRARY_PATH "$LD_LIBRARY_PATH" \
                     -genv XCOLL_MPI_TUNE_FILE "$XCOLL_MPI_TUNE_FILE" \
-                    ${preload:+-genv LD_PRELOAD "${asan_rt:+$asan_rt }$preload" -genv XCOLL_MPI_NP 1} \
+                    ${preload:+-genv LD_PRELOAD "${asan_rt:+$asan_rt:}$preload" -genv XCOLL_MPI_NP 1} \
                     "$top_builddir/test/dropin/${p}_mpich" > "$work/m.out" 2> "$work/m.err"
                 if [ $? -eq 0 ] && grep -q '^ No Errors$' "$work/m.out"; then
                     passed="$passed $np"
