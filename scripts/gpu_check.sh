@@ -2,21 +2,30 @@
 # gpu_check.sh - every GPU check in one run, on a machine with an NVIDIA GPU
 # (and on one without: the device checks then report SKIP).
 #
-#   scripts/gpu_check.sh
+#   scripts/gpu_check.sh [--prebuilt | --build-only] [--logs DIR]
 #
 # Builds in build-gpu/ (configure --with-cuda --enable-werror, make -j<cores>),
 # then runs, each under a timeout:
 #   test/gpu/test_gpu_kernels           the CUDA kernels against the CPU's arithmetic
 #   test/gpu/test_gpu_kernels --bench   kernel throughput next to a device-to-device copy
 #   test/gpu/check_fatbin.sh            the library carries code for the configured GPUs
+#   test/gpu/test_gpu_coll --emulate    the same on the emulated GPU, 2 ranks (no device needed:
+#                                       a failure there is MPI or the engine, not CUDA)
 #   test/gpu/test_gpu_coll              collectives on device buffers and streams, 2 and 4 ranks
 #   examples/allreduce_cuda             the teaching example, 2 ranks
 #   bin/xcoll-perf -m cuda              allreduce 16 B .. 256 MiB, 2 ranks, NULL stream and --stream
 # and ends with a table: check | result | key number. Installs nothing and
 # needs no network (the GPU machines have none): the toolkit, MPI and UCX
 # must be there already, and autoreconf too unless configure was generated.
-# Logs: build-gpu/gpu-check-logs/. Exit status 1 if any check failed.
-# Meant to finish in under 8 minutes on 16 cores.
+#   --build-only  build (and the GPU probe), run nothing: what
+#                 scripts/gpu_runtime.sh does on a CPU machine
+#   --prebuilt    build nothing: run what an earlier --build-only left in
+#                 build-gpu/, from wherever the tree now is; without mpirun
+#                 on PATH, the runtime that scripts/gpu_runtime.sh put in
+#                 gpu-runtime/ is used
+#   --logs DIR    where the logs go (default build-gpu/gpu-check-logs/)
+# Exit status 1 if any check failed. Meant to finish in under 8 minutes on
+# 16 cores (--prebuilt: under 4).
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -24,6 +33,17 @@ BUILD=build-gpu
 B=$XCOLL_TOP/$BUILD
 LOGS=$B/gpu-check-logs
 JOBS=${XCOLL_JOBS_GPU:-$(nproc 2>/dev/null || echo 4)}
+mode=full
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --prebuilt) mode=prebuilt ;;
+    --build-only) mode=build ;;
+    --logs) LOGS=$(mkdir -p "$2" && cd "$2" && pwd) || die "cannot use $2 for the logs"; shift ;;
+    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) die "usage: scripts/gpu_check.sh [--prebuilt | --build-only] [--logs DIR]" ;;
+    esac
+    shift
+done
 # A collective that stops making progress fails after this many seconds
 # instead of using up the step's whole timeout.
 export XCOLL_TIMEOUT=${XCOLL_TIMEOUT:-60}
@@ -60,11 +80,13 @@ gpu_desc() {
 
 # Asks the CUDA runtime itself, through the toolkit configure found: a
 # driver too old for the runtime means "no GPU" as much as a missing card.
-probe_gpu() {
-    local cppflags ldflags
+# Built with the library (a GPU machine may have no C compiler to spare).
+build_probe() {
+    local cc cppflags ldflags
+    cc=$(sed -n 's/^CC = //p' "$B/Makefile")
     cppflags=$(sed -n 's/^CUDA_CPPFLAGS = //p' "$B/Makefile")
     ldflags=$(sed -n 's/^CUDA_LDFLAGS = //p' "$B/Makefile")
-    cat > "$LOGS/gpu_probe.c" <<'EOF'
+    cat > "$B/gpu_probe.c" <<'EOF'
 #include <stdio.h>
 #include <cuda_runtime_api.h>
 int main(void)
@@ -86,14 +108,17 @@ int main(void)
     return 0;
 }
 EOF
-    local cc
-    cc=$(sed -n 's/^CC = //p' "$B/Makefile")
-    if ! ${cc:-cc} $cppflags "$LOGS/gpu_probe.c" -o "$LOGS/gpu_probe" $ldflags -lcudart \
-            > "$LOGS/gpu_probe.log" 2>&1; then
+    # shellcheck disable=SC2086
+    ${cc:-cc} $cppflags "$B/gpu_probe.c" -o "$B/gpu_probe" $ldflags -lcudart \
+        > "$LOGS/gpu_probe.log" 2>&1
+}
+
+probe_gpu() {
+    if [ ! -x "$B/gpu_probe" ]; then
         gpu_state=no gpu_reason="cannot build a CUDA probe (see $LOGS/gpu_probe.log)"
         return
     fi
-    gpu_reason=$(timeout 60 "$LOGS/gpu_probe" 2>&1 | head -n 1)
+    gpu_reason=$(timeout 60 "$B/gpu_probe" 2>&1 | head -n 1)
     if [ "${PIPESTATUS[0]}" -eq 0 ]; then gpu_state=yes; else gpu_state=no; fi
 }
 
@@ -139,55 +164,103 @@ why_failed() {
 # --- build ------------------------------------------------------------------------------------
 mkdir -p "$LOGS"
 build_t0=$SECONDS
-if [ ! -x "$XCOLL_TOP/configure" ]; then
-    if ! command -v autoreconf > /dev/null 2>&1; then
-        record build FAIL "no configure and no autoreconf here: generate it elsewhere (./autogen.sh) and copy configure, aclocal.m4, build-aux/, m4/ and the Makefile.in files"
+# prog PATH: a program of the build; under --prebuilt the binary itself,
+# since libtool's wrapper script names the directory it was built in.
+prog() { printf '%s\n' "$B/$1"; }
+if [ "$mode" != prebuilt ]; then
+    if [ ! -x "$XCOLL_TOP/configure" ]; then
+        if ! command -v autoreconf > /dev/null 2>&1; then
+            record build FAIL "no configure and no autoreconf here: generate it elsewhere (./autogen.sh) and copy configure, aclocal.m4, build-aux/, m4/ and the Makefile.in files"
+            finish
+        fi
+        if [ -f "$XCOLL_TOP/config.status" ]; then
+            record build FAIL "$XCOLL_TOP was configured in place; run 'make distclean' there first"
+            finish
+        fi
+        step "autogen.sh"
+        (cd "$XCOLL_TOP" && ./autogen.sh) > "$LOGS/autogen.log" 2>&1 || {
+            tail -n 20 "$LOGS/autogen.log"
+            record build FAIL "autogen.sh failed (${LOGS#"$XCOLL_TOP"/}/autogen.log)"
+            finish
+        }
+    fi
+    step "configure in $BUILD/ --with-cuda --enable-werror"
+    mkdir -p "$B"
+    if ! (cd "$B" && timeout 300 "$XCOLL_TOP/configure" --with-cuda --enable-werror) \
+            > "$B/configure.out" 2>&1; then
+        tail -n 20 "$B/configure.out"
+        record build FAIL "configure --with-cuda failed ($BUILD/config.log)"
         finish
     fi
-    if [ -f "$XCOLL_TOP/config.status" ]; then
-        record build FAIL "$XCOLL_TOP was configured in place; run 'make distclean' there first"
-        finish
-    fi
-    step "autogen.sh"
-    (cd "$XCOLL_TOP" && ./autogen.sh) > "$LOGS/autogen.log" 2>&1 || {
-        tail -n 20 "$LOGS/autogen.log"
-        record build FAIL "autogen.sh failed (${LOGS#"$XCOLL_TOP"/}/autogen.log)"
-        finish
-    }
-fi
-step "configure in $BUILD/ --with-cuda --enable-werror"
-mkdir -p "$B"
-if ! (cd "$B" && timeout 300 "$XCOLL_TOP/configure" --with-cuda --enable-werror) \
-        > "$B/configure.out" 2>&1; then
-    tail -n 20 "$B/configure.out"
-    record build FAIL "configure --with-cuda failed ($BUILD/config.log)"
-    finish
-fi
-sed -n '/^xcoll .* configured$/,$p' "$B/configure.out"
-step "make -j$JOBS in $BUILD/"
-if ! timeout -k 10 420 make -C "$B" -j"$JOBS" > "$LOGS/make.log" 2>&1; then
-    grep -E -B2 -A8 'error|Error' "$LOGS/make.log" | head -n 60
-    record build FAIL "make failed or timed out (${LOGS#"$XCOLL_TOP"/}/make.log)"
-    finish
-fi
-# The GPU tests are check programs, which plain make leaves alone; one the
-# Makefile has no rule for is reported MISSING below.
-for t in test/gpu/test_gpu_kernels test/gpu/fatbin_list test/gpu/test_gpu_coll; do
-    grep -q "^$t\$(EXEEXT):" "$B/Makefile" || continue
-    if ! timeout -k 10 300 make -C "$B" -j"$JOBS" "$t" >> "$LOGS/make.log" 2>&1; then
+    sed -n '/^xcoll .* configured$/,$p' "$B/configure.out"
+    step "make -j$JOBS in $BUILD/"
+    if ! timeout -k 10 420 make -C "$B" -j"$JOBS" > "$LOGS/make.log" 2>&1; then
         grep -E -B2 -A8 'error|Error' "$LOGS/make.log" | head -n 60
-        record build FAIL "make $t failed or timed out (${LOGS#"$XCOLL_TOP"/}/make.log)"
+        record build FAIL "make failed or timed out (${LOGS#"$XCOLL_TOP"/}/make.log)"
         finish
     fi
-done
-record build PASS "configure + make -j$JOBS: $((SECONDS - build_t0)) s"
+    # The GPU tests are check programs, which plain make leaves alone; one the
+    # Makefile has no rule for is reported MISSING below.
+    for t in test/gpu/test_gpu_kernels test/gpu/fatbin_list test/gpu/test_gpu_coll; do
+        grep -q "^$t\$(EXEEXT):" "$B/Makefile" || continue
+        if ! timeout -k 10 300 make -C "$B" -j"$JOBS" "$t" >> "$LOGS/make.log" 2>&1; then
+            grep -E -B2 -A8 'error|Error' "$LOGS/make.log" | head -n 60
+            record build FAIL "make $t failed or timed out (${LOGS#"$XCOLL_TOP"/}/make.log)"
+            finish
+        fi
+    done
+    build_probe
+    record build PASS "configure + make -j$JOBS: $((SECONDS - build_t0)) s"
+    [ "$mode" = build ] && finish
+    mpirun=$(mpirun_of "$BUILD")
+else
+    if [ ! -f "$B/Makefile" ] || [ ! -f "$B/lib/.libs/libxcoll.so" ]; then
+        record build FAIL "--prebuilt, but nothing is built in $BUILD/: run scripts/gpu_runtime.sh on a CPU machine and bring $BUILD/ and gpu-runtime/"
+        finish
+    fi
+    record build PASS "prebuilt ($(sed -n 's/^XCOLL_CUDA_ARCHS = /sm /p' "$B/Makefile"))"
+    if ! command -v mpirun > /dev/null 2>&1; then
+        if [ -f "$XCOLL_TOP/gpu-runtime/env.sh" ]; then
+            # shellcheck disable=SC1091
+            . "$XCOLL_TOP/gpu-runtime/env.sh"
+        fi
+        if ! command -v mpirun > /dev/null 2>&1; then
+            record runtime FAIL "no mpirun, and no gpu-runtime/env.sh: run scripts/gpu_runtime.sh on a CPU machine"
+            finish
+        fi
+    fi
+    if ! ver=$(timeout 60 mpirun --version 2>&1 | head -n 1) || [ -z "$ver" ]; then
+        record runtime FAIL "mpirun --version fails: $ver"
+        finish
+    fi
+    record runtime PASS "$ver ($(command -v mpirun))"
+    # libxcoll from the build; libcudart from this machine's toolkit if it
+    # has one, else from the one the library was built with (its rpath)
+    cudart=
+    if command -v nvcc > /dev/null 2>&1; then
+        for d in "$(dirname "$(command -v nvcc)")"/../lib64 \
+                 "$(dirname "$(command -v nvcc)")"/../targets/x86_64-linux/lib; do
+            if ls "$d"/libcudart.so* > /dev/null 2>&1; then cudart=$(cd "$d" && pwd); break; fi
+        done
+    fi
+    export LD_LIBRARY_PATH="$B/lib/.libs${cudart:+:$cudart}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    prog() {
+        local d f
+        d=$(dirname "$1") f=$(basename "$1")
+        if [ -x "$B/$d/.libs/$f" ]; then printf '%s\n' "$B/$d/.libs/$f"
+        else printf '%s\n' "$B/$1"; fi
+    }
+    mpirun="mpirun $(sed -n 's/^MPIRUN_FLAGS = //p' "$B/Makefile")"
+fi
+# cuobjdump: the one configure found, or under --prebuilt this machine's
+cuobjdump=$(sed -n 's/^CUOBJDUMP = //p' "$B/Makefile")
+[ -n "$cuobjdump" ] || [ "$mode" != prebuilt ] || cuobjdump=$(command -v cuobjdump || true)
 
 probe_gpu
 step "$(gpu_desc)"
-mpirun=$(mpirun_of "$BUILD")
 
 # --- the kernels ----------------------------------------------------------------------------
-kernels=$B/test/gpu/test_gpu_kernels
+kernels=$(prog test/gpu/test_gpu_kernels)
 if [ ! -x "$kernels" ]; then
     record test_gpu_kernels MISSING "not built ($BUILD/test/gpu/test_gpu_kernels)"
     record "test_gpu_kernels --bench" MISSING "not built"
@@ -217,7 +290,7 @@ if [ ! -x "$B/test/gpu/fatbin_list" ] || [ ! -f "$XCOLL_TOP/test/gpu/check_fatbi
 else
     run_check "check_fatbin (GPU architectures)" 60 env top_builddir="$B" \
         XCOLL_CUDA_ARCHS="$(sed -n 's/^XCOLL_CUDA_ARCHS = //p' "$B/Makefile")" \
-        CUOBJDUMP="$(sed -n 's/^CUOBJDUMP = //p' "$B/Makefile")" \
+        CUOBJDUMP="$cuobjdump" \
         sh "$XCOLL_TOP/test/gpu/check_fatbin.sh"
     note=$(grep -m1 'fatbin_list:' "$log")
     [ -n "$note" ] || note=$(grep -v '^[[:space:]]*$' "$log" | tail -n 1)
@@ -226,7 +299,19 @@ else
 fi
 
 # --- collectives on device memory --------------------------------------------------------------
-coll=$B/test/gpu/test_gpu_coll
+coll=$(prog test/gpu/test_gpu_coll)
+# First on the emulated GPU: needs no device, so a failure here is the MPI
+# runtime or the engine, not CUDA, and it reads apart from the device rows.
+if [ ! -x "$coll" ]; then
+    record "test_gpu_coll --emulate, 2 ranks" MISSING "not built ($BUILD/test/gpu/test_gpu_coll)"
+else
+    run_check "test_gpu_coll --emulate, 2 ranks" 150 $mpirun -np 2 "$coll" --emulate --quick
+    v=$(verdict)
+    note=$(grep -E '^test_gpu_coll:' "$log" | tail -n 1)
+    [ -n "$note" ] || note="no summary line"
+    [ "$v" = FAIL ] && note="$(why_failed): $note"
+    record "test_gpu_coll --emulate, 2 ranks" "$v" "$note"
+fi
 for np in 2 4; do
     if [ ! -x "$coll" ]; then
         record "test_gpu_coll, $np ranks" MISSING "not built ($BUILD/test/gpu/test_gpu_coll)"
@@ -240,7 +325,7 @@ for np in 2 4; do
     record "test_gpu_coll, $np ranks" "$v" "$note"
 done
 
-example=$B/examples/allreduce_cuda
+example=$(prog examples/allreduce_cuda)
 if [ ! -x "$example" ]; then
     record "allreduce_cuda, 2 ranks" MISSING "not built ($BUILD/examples/allreduce_cuda)"
 else
@@ -261,7 +346,7 @@ busbw_at() {
 }
 for mode in "" --stream; do
     name="xcoll-perf -m cuda${mode:+ $mode}, 2 ranks"
-    run_check "$name" 200 $mpirun -np 2 "$B/bin/xcoll-perf" -m cuda -C allreduce \
+    run_check "$name" 200 $mpirun -np 2 "$(prog bin/xcoll-perf)" -m cuda -C allreduce \
         -b 16 -e 256M -f 4 $mode
     # Without a device xcoll-perf exits 2 with its reason: the one clean skip.
     if [ "$rc" -eq 2 ] && grep -q 'no CUDA device' "$log" && [ "$gpu_state" != yes ]; then
