@@ -50,7 +50,7 @@ typedef enum {
     XCOLL_ERR_INVALID_COMM   =  -5, /* NULL, never created, or already destroyed */
     XCOLL_ERR_OVERFLOW       =  -6, /* count * element size (* ranks) does not fit in size_t */
     XCOLL_ERR_NO_MEMORY      =  -7,
-    XCOLL_ERR_TRANSPORT      =  -8, /* UCX reported an error */
+    XCOLL_ERR_TRANSPORT      =  -8, /* UCX or shared memory failed (a peer gone, or corrupt) */
     XCOLL_ERR_TIMEOUT        =  -9, /* the collective did not complete within the timeout;
                                        keep its buffers until the comm is destroyed */
     XCOLL_ERR_COMM_FAILED    = -10, /* an earlier collective failed; destroy the communicator */

@@ -189,7 +189,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     comm->timeout_s = cfg->timeout_s;
     comm->memory = cfg->memory;
     comm->fallback = cfg->fallback != 0;
-    comm->tl = &xc_ucx_transport;
+    comm->tl = &xc_shm_transport;
     /* the transport fails collectively by itself (a rank without a worker
      * sends no address); a rank whose endpoints failed says so here */
     rc = comm->tl->comm_init(boot, &comm->tl_comm);

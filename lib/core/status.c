@@ -23,7 +23,7 @@ const char *xcoll_strerror(xcoll_status_t status)
     case XCOLL_ERR_INVALID_COMM: return "invalid communicator (NULL, or already destroyed)";
     case XCOLL_ERR_OVERFLOW: return "message size overflows size_t";
     case XCOLL_ERR_NO_MEMORY: return "out of memory";
-    case XCOLL_ERR_TRANSPORT: return "transport (UCX) error";
+    case XCOLL_ERR_TRANSPORT: return "transport error (UCX or shared memory)";
     case XCOLL_ERR_TIMEOUT: return "timed out waiting for peers";
     case XCOLL_ERR_COMM_FAILED: return "communicator failed earlier; destroy it";
     case XCOLL_ERR_TRUNCATED: return "message size mismatch between sender and receiver";

@@ -99,7 +99,7 @@ static uint64_t hash_bytes(const char *p, size_t n, uint64_t h)
 
 /* Host name and kernel boot id: the boot id tells apart two machines that
  * happen to share a host name (cloned images, containers named alike). */
-static uint64_t node_key(void)
+uint64_t xc_node_key(void)
 {
     char buf[256];
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -132,7 +132,7 @@ xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, int ok, struct xc_t
 
     *out = NULL;
     memset(&me, 0, sizeof(me));
-    me.key = node_key();
+    me.key = xc_node_key();
     if (env != NULL && *env != '\0') {
         char *end;
         long k = strtol(env, &end, 10);

@@ -27,6 +27,10 @@ static inline int xc_topo_leader(const struct xc_topo *t, int node)
     return t->members[t->node_first[node]];
 }
 
+/* This node's key: a hash of the host name and the kernel boot id (two
+ * machines cloned alike still differ by boot id). */
+uint64_t xc_node_key(void);
+
 /* Ranks with equal keys share a node. *out is NULL on failure. */
 xcoll_status_t xc_topo_from_keys(int size, const uint64_t *keys, struct xc_topo **out);
 

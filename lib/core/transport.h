@@ -58,4 +58,8 @@ typedef struct xc_transport {
 /* The UCX transport (lib/ucx/ucx_transport.c). */
 extern const xc_transport_t xc_ucx_transport;
 
+/* Shared memory between the ranks of one node, UCX to the others
+ * (lib/shm/shm_transport.c); with XCOLL_SHM=0 everything goes to UCX. */
+extern const xc_transport_t xc_shm_transport;
+
 #endif

@@ -123,13 +123,88 @@ run_timeout() {
 
 total_start=$(now)
 
-# The transport on its own first: if it is broken, everything else is noise.
+# The transports on their own first: if one is broken, everything else is
+# noise. UCX, then shared memory (the default within a node for messages
+# of up to 8 KiB), then shared memory for messages of up to 64 MiB, through
+# the rings and read in one copy (CMA) from 16 KiB.
 if [ -x "$bindir/test_transport" ]; then
     for np in 2 4; do
         run test_transport $np -q
     done
+    export TEST_TRANSPORT=shm
+    label=.shm
+    for np in 1 2 4; do
+        run test_transport $np -q
+    done
+    export XCOLL_SHM_MAX=67108864
+    label=.shm-rings
+    run test_transport 3 -q
+    run test_coll 3 --quick
+    export XCOLL_SHM_CMA_MIN=16384
+    label=.shm-cma
+    run test_transport 3 -q
+    run test_coll 3 --quick
+    unset XCOLL_SHM_CMA_MIN XCOLL_SHM_MAX TEST_TRANSPORT
+    label=
 else
     echo "run_mpi_tests: SKIP test_transport (not built)"
+fi
+
+# Shared memory is all or nothing per communicator: one rank that refuses
+# it (XCOLL_SHM=0) or cannot set it up (a /dev/shm too small for some
+# segments) makes every rank use UCX, and says why once per rank.
+# shm_case NAME WHY CMD...: runs CMD (test_coll on 3 ranks) with its
+# stderr in the log, then checks that it passed, that the log says WHY (an
+# extended regular expression) and that no rank used shared memory.
+shm_case() {
+    name=$1 why=$2
+    shift 2
+    err=$logdir/test_coll.$name.3.err
+    XCOLL_LOG=info timeout "$TEST_TIMEOUT" "$@" > /dev/null 2> "$err"
+    rc=$?
+    if [ "$rc" -eq 0 ] && grep -Eq "shared memory off: ($why)" "$err" &&
+        ! grep -q "shared memory: 3 ranks" "$err"; then
+        echo "run_mpi_tests: PASS test_coll.$name -np 3: every rank fell back ($why)"
+        passed=$((passed + 1))
+        return
+    fi
+    if [ "$rc" -ne 0 ]; then
+        echo "run_mpi_tests: FAIL test_coll.$name -np 3 (rc $rc)"
+        grep -m 20 "FAIL\|error" "$err"
+    else
+        echo "run_mpi_tests: FAIL test_coll.$name -np 3: no 'shared memory off: ($why)' or a rank used it:"
+        grep "shared memory" "$err" | head -n 10
+    fi
+    failed=$((failed + 1))
+    failed_runs="$failed_runs test_coll.$name@3"
+}
+if [ -x "$bindir/test_coll" ]; then
+    # shellcheck disable=SC2086
+    shm_case shm-refused "rank 0 does not use it" \
+        $MPIRUN $MPIRUN_FLAGS -np 1 env XCOLL_SHM=0 "$bindir/test_coll" --quick : \
+        -np 2 "$bindir/test_coll" --quick
+    # 256 KiB of /dev/shm holds one rank's segment (3 rings of 65 KiB), not
+    # two: the first rank's fits, the others' do not. Needs root for a
+    # private mount of a small tmpfs; Open MPI's and UCX's own shared
+    # memory go to /tmp meanwhile.
+    if [ "$(id -u)" = 0 ] && unshare -m true 2> /dev/null; then
+        # shellcheck disable=SC2016,SC2086
+        shm_case shm-full "rank [0-2] could not create its segment" \
+            env OMPI_MCA_btl_vader_backing_directory=/tmp UCX_POSIX_DIR=/tmp \
+            unshare -m sh -c 'mount -t tmpfs -o size=256k xcoll-test /dev/shm && exec "$@"' sh \
+            $MPIRUN $MPIRUN_FLAGS -np 3 "$bindir/test_coll" --quick
+    else
+        echo "run_mpi_tests: SKIP test_coll.shm-full (needs root and unshare -m for a small /dev/shm)"
+    fi
+    # UCX alone within the node too, as between nodes
+    export XCOLL_SHM=0
+    label=.ucx
+    for np in 2 4; do
+        run test_coll $np --quick
+    done
+    run test_nonblocking 4
+    unset XCOLL_SHM
+    label=
 fi
 for np in 1 2 3 4 5 8; do
     run test_coll $np $coll_flags

@@ -668,35 +668,42 @@ static void test_sendrecv(xcoll_dtype_t d, size_t count, int tag)
 }
 
 /* A receive count other than the send count is XCOLL_ERR_TRUNCATED at the
- * receiver. Runs last, on its own communicator, in case the library treats
- * it as fatal for the communicator. */
+ * receiver, at any lengths: also where one side fits the shared-memory
+ * transport's one-slot limit (8 KiB) and the other does not, and for
+ * messages that travel by rendezvous. Runs last, on its own communicator,
+ * in case the library treats it as fatal for the communicator. */
 static void test_truncation(void)
 {
+    static const size_t counts[][2] = { { 8, 7 }, { 8, 9 }, { 2048, 2049 }, { 2049, 2048 },
+                                        { 262144, 262145 }, { 262145, 262144 } };
     if (size < 2)
         return;
     xcoll_comm_t tcomm = tc_comm_create(MPI_COMM_WORLD, 30.0);
-    for (int bigger = 0; bigger < 2; bigger++) {
-        case_t c = { "sendrecv truncation", XCOLL_INT32, XCOLL_SUM, 0, 8, -1, IP_NONE };
-        int32_t buf[16] = { 0 };
+    int32_t *buf = calloc(262145, sizeof(*buf));
+    if (buf == NULL)
+        tc_fail("out of memory for the truncation test");
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        size_t sc = counts[k][0], rc = counts[k][1];
+        case_t c = { "sendrecv truncation", XCOLL_INT32, XCOLL_SUM, 0, sc, -1, IP_NONE };
         int bad = 0;
         if (rank == 0) {
-            xcoll_status_t st = xcoll_send(buf, 8, XCOLL_INT32, 1, 5, tcomm, NULL);
+            xcoll_status_t st = xcoll_send(buf, sc, XCOLL_INT32, 1, 5, tcomm, NULL);
             /* The sender may or may not learn of the mismatch. */
             if (st != XCOLL_OK && st != XCOLL_ERR_TRUNCATED)
                 bad |= check_status(&c, st);
         } else if (rank == 1) {
-            xcoll_status_t st = xcoll_recv(buf, bigger ? 9 : 7, XCOLL_INT32, 0, 5, tcomm, NULL);
+            xcoll_status_t st = xcoll_recv(buf, rc, XCOLL_INT32, 0, 5, tcomm, NULL);
             if (st != XCOLL_ERR_TRUNCATED) {
                 char msg[128];
-                snprintf(msg, sizeof msg, "recv of %d for a send of 8 returned %d (%s), "
-                         "expected XCOLL_ERR_TRUNCATED", bigger ? 9 : 7, (int)st,
-                         xcoll_strerror(st));
+                snprintf(msg, sizeof msg, "recv of %zu for a send of %zu returned %d (%s), "
+                         "expected XCOLL_ERR_TRUNCATED", rc, sc, (int)st, xcoll_strerror(st));
                 case_print(&c, msg, 0, NULL, NULL);
                 bad = 1;
             }
         }
         case_end(bad);
     }
+    free(buf);
     TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
     xcoll_status_t st = xcoll_comm_destroy(tcomm);
     if (st != XCOLL_OK)

@@ -19,6 +19,7 @@
 #include "tag.h"
 #include "transport.h"
 
+/* TEST_TRANSPORT=shm: the shared-memory transport (with XCOLL_SHM=1) */
 static const xc_transport_t *tl = &xc_ucx_transport;
 static int world_rank, world_size;
 static int use_idle = 1;
@@ -202,6 +203,69 @@ static void check_ring(void *tc, int rank, int size, size_t len, int iters, uint
     free(rb);
 }
 
+/* What tag matching promises whatever the transport does inside: a
+ * receive takes the oldest message with its tag from that sender, however
+ * late it is posted and in whatever order receives are posted, and
+ * messages of every size (one slot, many slots, rendezvous) may all be in
+ * flight at once, more than any ring holds. */
+static void check_order(void *tc, int rank, int size)
+{
+    enum { N = 24 };
+    static const size_t lens[] = { 0, 1, 64, 8192, 8193, 20000, 70000, 300000 };
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    unsigned char *sb[N], *rb[N];
+    void *r[2 * N];
+    size_t len[N];
+
+    for (int k = 0; k < N; k++) {
+        /* messages 2k and 2k+1 share a tag: their order must hold */
+        len[k] = lens[(k * 5) % 8];
+        sb[k] = malloc(len[k] + 1);
+        rb[k] = malloc(len[k] + 1);
+        for (size_t i = 0; i < len[k]; i++)
+            sb[k][i] = (unsigned char)(rank + 3 * k + i);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k < N; k++)
+            memset(rb[k], 0xee, len[k] + 1);
+        if (pass == 0) {
+            /* everything sent before any receive is posted */
+            for (int k = 0; k < N; k++)
+                CHECK(tl->isend(tc, right, tag_of(rank, 700 + k / 2, 7), sb[k], len[k],
+                                &r[N + k]) == XCOLL_OK, "isend %d", k);
+            for (int i = 0; i < 200; i++)
+                tl->progress(tc);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+        /* receives in reverse order of the tags, in order within a tag
+         * (the same length where a tag is shared, so order shows in data) */
+        for (int k = N - 2; k >= 0; k -= 2) {
+            CHECK(tl->irecv(tc, left, tag_of(left, 700 + k / 2, 7), rb[k], len[k], &r[k]) ==
+                  XCOLL_OK, "irecv %d", k);
+            CHECK(tl->irecv(tc, left, tag_of(left, 700 + k / 2, 7), rb[k + 1], len[k + 1],
+                            &r[k + 1]) == XCOLL_OK, "irecv %d", k + 1);
+        }
+        if (pass == 1) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            for (int k = 0; k < N; k++)
+                CHECK(tl->isend(tc, right, tag_of(rank, 700 + k / 2, 7), sb[k], len[k],
+                                &r[N + k]) == XCOLL_OK, "isend %d", k);
+        }
+        CHECK(wait_all(tc, r, 2 * N) == XCOLL_OK, "pass %d of out-of-order receives", pass);
+        for (int k = 0; k < N; k++) {
+            int bad = rb[k][len[k]] != 0xee;
+            for (size_t i = 0; i < len[k] && !bad; i++)
+                bad = rb[k][i] != (unsigned char)(left + 3 * k + i);
+            CHECK(!bad, "pass %d: message %d (%zu B) from %d is wrong", pass, k, len[k], left);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    for (int k = 0; k < N; k++) {
+        free(sb[k]);
+        free(rb[k]);
+    }
+}
+
 static void check_comms(void)
 {
     MPI_Comm world = MPI_COMM_WORLD, half;
@@ -232,6 +296,7 @@ static void check_comms(void)
     for (size_t len = 1; len <= (4u << 20); len *= 8)
         check_ring(a, world_rank, world_size, len, 3, 100);
     check_ring(a, world_rank, world_size, 8257, 3, 200); /* just past the eager limit */
+    check_order(a, world_rank, world_size);
     /* the same process pairs over another communicator id in the tag */
     tl->comm_fini(a); /* b must keep working after a's endpoint refs are gone */
     check_ring(b, world_rank, world_size, 1000, 5, 300);
@@ -540,16 +605,16 @@ static void measure(int iters, int modes)
         const char *m = mode ? "back-off" : "busy-poll";
         use_idle = mode;
         MPI_Barrier(MPI_COMM_WORLD);
-        snprintf(line, sizeof(line), "ucx %s: pingpong 8B round trip", m);
+        snprintf(line, sizeof(line), "%s %s: pingpong 8B round trip", tl->name, m);
         report_lat(line, pingpong_ucx(tc, 8, iters));
         MPI_Barrier(MPI_COMM_WORLD);
-        snprintf(line, sizeof(line), "ucx %s: ring exchange step 8B", m);
+        snprintf(line, sizeof(line), "%s %s: ring exchange step 8B", tl->name, m);
         report_lat(line, ring_ucx(tc, 8, iters));
         MPI_Barrier(MPI_COMM_WORLD);
-        snprintf(line, sizeof(line), "ucx %s: token ring, per hop 8B", m);
+        snprintf(line, sizeof(line), "%s %s: token ring, per hop 8B", tl->name, m);
         report_lat(line, token_ucx(tc, iters / 4 + 1));
         MPI_Barrier(MPI_COMM_WORLD);
-        snprintf(line, sizeof(line), "ucx %s: bandwidth 4MiB", m);
+        snprintf(line, sizeof(line), "%s %s: bandwidth 4MiB", tl->name, m);
         report(line, bandwidth(tc, 4u << 20, 20, 0), -1);
     }
     use_idle = 1;
@@ -573,6 +638,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     xc_log_init();
     xc_log_set_rank(world_rank);
+    if (getenv("TEST_TRANSPORT") != NULL && strcmp(getenv("TEST_TRANSPORT"), "shm") == 0)
+        tl = &xc_shm_transport;
 
     check_comms();
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -1,0 +1,102 @@
+#!/bin/sh
+# bench/shm_sweep.sh - xcoll with and without its shared-memory transport,
+# each next to Open MPI in the same job.
+#
+# Usage: bench/shm_sweep.sh [-r RUNS] [-n "NPS"] [-o DIR] [--reuse]   (from the top of the tree)
+#
+# For each run and rank count, two jobs one after the other: XCOLL_SHM=0
+# (UCX carries everything) and XCOLL_SHM=1, each `xcoll-perf --vs-mpi -a 3`
+# over 8 B..16 MiB (x8) for the eight collectives, out of place. Separate
+# jobs cannot be compared on this shared machine (its speed wanders 2x
+# within minutes), so the number compared is each job's own ratio, Open
+# MPI's time over xcoll's (slowest rank), and the table shows the median
+# over the runs: "UCX -> shm" per size. Raw CSV: DIR/shm<0|1>-np<N>-run<K>.csv
+# (default bench/results/shm). --reuse prints the table from DIR again.
+set -u
+runs=3
+nps="2 4 8"
+dir=bench/results/shm
+reuse=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    -r) runs=$2; shift ;;
+    -n) nps=$2; shift ;;
+    -o) dir=$2; shift ;;
+    --reuse) reuse=1 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "shm_sweep.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+perf=build/bin/xcoll-perf
+[ "$reuse" = 1 ] || [ -x "$perf" ] || { echo "shm_sweep.sh: build first ($perf)" >&2; exit 2; }
+mkdir -p "$dir" || exit 1
+
+if [ "$reuse" = 0 ]; then
+    r=1
+    while [ "$r" -le "$runs" ]; do
+        for np in $nps; do
+            for shm in 0 1; do
+                # shellcheck disable=SC2086
+                XCOLL_SHM=$shm timeout 600 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+                    "$perf" -C allreduce,bcast,allgather,reduce_scatter,alltoall,reduce,gather,scatter \
+                    -b 8 -e 16M -f 8 -n 100 --budget 512M --no-inplace --vs-mpi -a 3 --csv \
+                    > "$dir/shm$shm-np$np-run$r.csv" 2> /dev/null ||
+                    echo "shm_sweep.sh: XCOLL_SHM=$shm -np $np run $r failed" >&2
+            done
+        done
+        r=$((r + 1))
+    done
+fi
+
+# coll size ratio per line, from every CSV of one setting and rank count
+ratios() {
+    for f in "$dir"/shm"$1"-np"$2"-run*.csv; do
+        [ -f "$f" ] && awk -F, 'NR > 1 && $23 != "" { print $1, $3, $23 }' "$f"
+    done
+}
+for np in $nps; do
+    echo "### $np ranks: MPI time / xcoll time, median over runs (UCX only -> with shm)"
+    echo
+    { ratios 0 "$np" | sed 's/^/0 /'; ratios 1 "$np" | sed 's/^/1 /'; } | sort -k2,2 -k3,3n |
+        awk '
+        function median(s,   n, v, i, j, t) {
+            n = split(s, v, " ")
+            for (i = 2; i <= n; i++)
+                for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
+                    t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
+                }
+            return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        }
+        function label(b) {
+            return b >= 1048576 ? b / 1048576 " MiB" : b >= 1024 ? b / 1024 " KiB" : b " B"
+        }
+        { key = $2 SUBSEP $3; r[$1, key] = r[$1, key] " " $4
+          if (!(key in seen)) { seen[key] = 1; order[++n] = key }
+          if (!($2 in cs)) { cs[$2] = 1; colls[++nc] = $2 }
+          if (!($3 in ss)) { ss[$3] = 1; sizes[++nsz] = $3 } }
+        END {
+            # sizes ascending
+            for (i = 2; i <= nsz; i++)
+                for (j = i; j > 1 && sizes[j - 1] + 0 > sizes[j] + 0; j--) {
+                    t = sizes[j]; sizes[j] = sizes[j - 1]; sizes[j - 1] = t
+                }
+            printf "| collective |"
+            for (i = 1; i <= nsz; i++) printf " %s |", label(sizes[i])
+            printf "\n|---|"
+            for (i = 1; i <= nsz; i++) printf "---:|"
+            printf "\n"
+            for (c = 1; c <= nc; c++) {
+                printf "| %s |", colls[c]
+                for (i = 1; i <= nsz; i++) {
+                    key = colls[c] SUBSEP sizes[i]
+                    if ((0, key) in r && (1, key) in r)
+                        printf " %.2f -> %.2f |", median(r[0, key]), median(r[1, key])
+                    else
+                        printf " |"
+                }
+                printf "\n"
+            }
+        }'
+    echo
+done

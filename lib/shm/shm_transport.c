@@ -1,0 +1,1299 @@
+/* The shared-memory transport: tagged send/recv between the ranks of a
+ * communicator that share a node, through rings in shared memory. Ranks on
+ * other nodes, and collective messages longer than XCOLL_SHM_MAX (8 KiB),
+ * go to UCX, which this transport wraps: the engine still sees one
+ * transport (lib/core/transport.h). Both sides route a collective message
+ * by its length, so a send and a receive of different lengths on either
+ * side of the limit are never matched (a hang until XCOLL_TIMEOUT, not
+ * XCOLL_ERR_TRUNCATED; a collective's lengths differ only when the ranks'
+ * counts do). Point-to-point messages stay in shared memory at any length.
+ *
+ * Layout. Every rank owns one segment per communicator holding the rings
+ * its node's ranks (itself included) send into, one ring per sender:
+ *
+ *   ring   head   (sender writes)       own 128-byte line
+ *          tail   (receiver writes)     own 128-byte line
+ *          slots  [XC_SHM_SLOTS]        64-byte header + payload
+ *
+ * The sender fills a slot, then release-stores head; the receiver
+ * acquire-loads head, consumes the slot, release-stores tail. One writer
+ * per line, no atomics beyond load/store. A message is one slot
+ * (XC_SHM_FIRST with the whole message) or consecutive slots (FIRST, then
+ * XC_SHM_MORE). With XCOLL_SHM_CMA_MIN set, a message from that size is
+ * one XC_SHM_RNDV slot naming the sender's buffer instead, which the
+ * receiver reads with process_vm_readv once a receive matches it and
+ * answers with an XC_SHM_ACK slot in the other direction. Per sender,
+ * messages keep their order, and receives match the oldest message with
+ * their tag, as UCX's tag matching does.
+ *
+ * Nothing read from shared memory is trusted: a slot's kind, lengths and
+ * the ring's head are checked before use, and a peer's garbage fails this
+ * rank's transfers with an error, never a write outside its buffers.
+ *
+ * Setup is collective (three bootstrap allgathers) and all or nothing: the
+ * path is used only if every rank asked for it (XCOLL_SHM) and every rank
+ * created and mapped its segments; otherwise every peer goes to UCX.
+ * Segments are 0600 with random names and are unlinked as soon as every
+ * rank of the node has mapped them, so a crash leaves nothing in /dev/shm. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "tag.h"
+#include "topo.h"
+#include "transport.h"
+
+#define XC_SHM_SLOTS     8u
+#define XC_SHM_LINE      128u   /* adjacent-line prefetch pairs 64-byte lines */
+#define XC_SHM_HDR       64u
+#define XC_SHM_NAME_LEN  48
+
+enum { XC_SHM_FIRST = 0x51, XC_SHM_MORE, XC_SHM_RNDV, XC_SHM_ACK };
+
+typedef struct {
+    uint64_t tag;
+    uint64_t msg_len;   /* FIRST, RNDV: the whole message */
+    uint64_t addr;      /* RNDV: the sender's buffer, in its address space */
+    uint64_t cookie;    /* RNDV: names the send; ACK: the send it answers */
+    uint32_t frag_len;  /* FIRST, MORE: payload bytes in this slot */
+    uint32_t kind;
+    uint32_t status;    /* ACK: 0, or 1 when the receiver could not read */
+    uint32_t pad_[5];
+} xc_shm_slot_t;
+
+_Static_assert(sizeof(xc_shm_slot_t) == XC_SHM_HDR, "slot header is one line");
+
+typedef struct {
+    _Atomic uint64_t head;
+    char pad0_[XC_SHM_LINE - sizeof(uint64_t)];
+    _Atomic uint64_t tail;
+    char pad1_[XC_SHM_LINE - sizeof(uint64_t)];
+} xc_shm_ring_t; /* slots follow */
+
+typedef enum { REQ_SEND, REQ_RECV, REQ_ACK } req_kind_t;
+
+typedef struct xc_shm_req {
+    struct xc_shm_req *next;
+    req_kind_t kind;
+    int rndv;           /* send: by descriptor; the receiver pulls */
+    int orphan;         /* send cancelled mid-message: push the rest empty */
+    int complete;
+    xcoll_status_t status;
+    uint64_t tag;
+    const unsigned char *sbuf;
+    unsigned char *rbuf;
+    size_t len;
+    size_t done;        /* bytes pushed (send) or arrived (receive) */
+    uint64_t cookie;    /* RNDV sends; ACK: the cookie answered */
+    uint32_t ack_status;
+    int acking;         /* receive: completes when its ACK is in the ring */
+    int discard;        /* receive of another length: completes with status
+                         * once the rest of the message has gone by */
+    struct xc_shm_req *waiter; /* ACK: that receive */
+} xc_shm_req_t;
+
+/* A message that arrived before its receive. */
+typedef struct xc_shm_unexp {
+    struct xc_shm_unexp *next;
+    uint64_t tag;
+    size_t len;
+    size_t arrived;
+    int rndv;
+    uint64_t addr, cookie;
+    unsigned char *data;
+} xc_shm_unexp_t;
+
+typedef struct {
+    int rank;                     /* in the communicator */
+    pid_t pid;
+    xc_shm_ring_t *out, *in;      /* out: in the peer's segment; in: in mine */
+    uint64_t out_head, out_tail;  /* out_tail: last tail seen */
+    uint64_t in_tail;
+    xc_shm_req_t *sendq, *sendq_last;   /* sends and acks to push, in order */
+    xc_shm_req_t *rndv_wait;            /* RNDV sends waiting for their ack */
+    xc_shm_req_t *posted, *posted_last; /* receives not yet matched */
+    xc_shm_unexp_t *unexp, *unexp_last;
+    /* the message whose MORE slots come next: into a receive, into an
+     * unexpected entry, or nowhere (discard) */
+    xc_shm_req_t *cur;
+    xc_shm_unexp_t *cur_unexp;
+    size_t cur_left;
+    uint64_t next_cookie;
+} xc_shm_peer_t;
+
+typedef struct xc_shm_comm {
+    struct xc_shm_comm *next_live;
+    void *ucx;                 /* the UCX transport's communicator */
+    int rank, size;
+    int nlocal, nremote;       /* nlocal = 0: everything goes to UCX */
+    int *local_of;             /* [size] index into peers, -1 if remote */
+    xc_shm_peer_t *peers;      /* [nlocal] */
+    void *seg;                 /* mine */
+    void **peer_seg;           /* [nlocal] mapped */
+    size_t seg_bytes, ring_bytes, payload;
+    size_t max_len;            /* longer messages go to UCX */
+    int cma;
+    int broken;                /* a peer wrote garbage: fail from here on */
+} xc_shm_comm_t;
+
+static xc_shm_comm_t *g_live;   /* every communicator with local peers */
+static unsigned g_ucx_pending;  /* UCX requests handed out and not finished */
+static unsigned g_tick;
+static uint64_t g_idle_since_ns;
+static unsigned g_last_idle_round;
+static int g_oversubscribed;
+
+/* Read by peers through process_vm_readv to find out whether they may. */
+static volatile uint64_t g_cma_probe;
+
+/* --- helpers -------------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* XCOLL_SHM=1 uses the path, 0 does not; unset: XC_SHM_DEFAULT. */
+#define XC_SHM_DEFAULT 1
+
+static int shm_wanted(void)
+{
+    const char *s = getenv("XCOLL_SHM");
+    if (s == NULL || *s == '\0')
+        return XC_SHM_DEFAULT;
+    if (strcmp(s, "0") == 0)
+        return 0;
+    if (strcmp(s, "1") == 0)
+        return 1;
+    xc_warn("ignoring XCOLL_SHM=%s: not 0 or 1", s);
+    return XC_SHM_DEFAULT;
+}
+
+/* A size in bytes from the environment; dflt when unset or malformed. */
+static size_t env_bytes(const char *name, size_t dflt)
+{
+    const char *s = getenv(name);
+    char *end;
+    unsigned long long v;
+    if (s == NULL || *s == '\0')
+        return dflt;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || s[0] == '-') {
+        xc_warn("ignoring %s=%s: not a number of bytes", name, s);
+        return dflt;
+    }
+    return (size_t)v;
+}
+
+/* Messages longer than XCOLL_SHM_MAX go to UCX even within the node. The
+ * default is one slot: measured on 2 cores (docs/PERFORMANCE.md), messages
+ * of one slot beat UCX in every job, 1.2-2.6x at 512 B-8 KiB, while
+ * messages of many slots were faster in some jobs and 2x slower in others
+ * (two copies through the rings against UCX's single copy), so they stay
+ * with UCX until single-copy transfers come to the rings. */
+#define XC_SHM_MAX_DEFAULT ((size_t)8192)
+
+/* Messages from XCOLL_SHM_CMA_MIN bytes (0 = never, the default) are read
+ * by the receiver in one copy with process_vm_readv instead of crossing
+ * the rings. It halves the memory traffic but leaves the sender idle
+ * while the receiver copies, which costs more than it saves in the
+ * pipelined algorithms, so it is off until measured better. */
+static size_t cma_min(void)
+{
+    size_t v = env_bytes("XCOLL_SHM_CMA_MIN", 0);
+    return v == 0 ? SIZE_MAX : v;
+}
+
+static size_t g_cma_min;
+
+/* Slot payload by ranks per node: 8 KiB (a message of 8 KiB in one slot)
+ * up to 8 ranks, smaller beyond, so a node of 64 ranks needs 64 x 64 x 8
+ * slots of 1 KiB: 32 MiB of shared memory per communicator. */
+static size_t payload_for(int nlocal)
+{
+    return nlocal <= 8 ? 8192 : nlocal <= 32 ? 4096 : 1024;
+}
+
+static xc_shm_slot_t *slot_at(const xc_shm_comm_t *c, xc_shm_ring_t *r, uint64_t i)
+{
+    return (xc_shm_slot_t *)((char *)(r + 1) +
+                             (size_t)(i % XC_SHM_SLOTS) * (XC_SHM_HDR + c->payload));
+}
+
+static xc_shm_ring_t *ring_in(const xc_shm_comm_t *c, void *seg, int from)
+{
+    return (xc_shm_ring_t *)((char *)seg + (size_t)from * c->ring_bytes);
+}
+
+static int is_shm_req(const void *req) { return ((uintptr_t)req & 1u) != 0; }
+static xc_shm_req_t *shm_req(void *req) { return (xc_shm_req_t *)((uintptr_t)req & ~(uintptr_t)1); }
+static void *tagged(xc_shm_req_t *r) { return (void *)((uintptr_t)r | 1u); }
+
+/* Requests come and go at every message: keep up to 1024 freed ones, but
+ * not under AddressSanitizer, which should see every use after free. */
+#if defined(__SANITIZE_ADDRESS__)
+static const int g_keep_reqs = 0;
+#else
+static const int g_keep_reqs = 1;
+#endif
+static xc_shm_req_t *g_free_reqs;
+static unsigned g_nfree_reqs;
+
+static xc_shm_req_t *req_new(void)
+{
+    xc_shm_req_t *r = g_free_reqs;
+    if (r == NULL)
+        return calloc(1, sizeof(*r));
+    g_free_reqs = r->next;
+    g_nfree_reqs--;
+    memset(r, 0, sizeof(*r));
+    return r;
+}
+
+static void req_free(xc_shm_req_t *r)
+{
+    if (!g_keep_reqs || g_nfree_reqs >= 1024) {
+        free(r);
+        return;
+    }
+    r->next = g_free_reqs;
+    g_free_reqs = r;
+    g_nfree_reqs++;
+}
+
+static void complete(xc_shm_req_t *r, xcoll_status_t st)
+{
+    r->complete = 1;
+    r->status = st;
+    if (r->orphan)
+        req_free(r);
+}
+
+static void fail_comm(xc_shm_comm_t *c, int peer_rank, const char *what)
+{
+    if (!c->broken)
+        xc_error("shared memory from rank %d is corrupt (%s): its transfers fail", peer_rank,
+                 what);
+    c->broken = 1;
+}
+
+/* Copies len bytes from the peer's address space (CMA); 0 on success. */
+static int cma_read(pid_t pid, void *dst, uint64_t src, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        struct iovec l = { (char *)dst + got, len - got };
+        struct iovec r = { (void *)(uintptr_t)(src + got), len - got };
+        ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+/* --- queues --------------------------------------------------------------------- */
+
+static void sendq_add(xc_shm_peer_t *p, xc_shm_req_t *r)
+{
+    r->next = NULL;
+    if (p->sendq_last != NULL)
+        p->sendq_last->next = r;
+    else
+        p->sendq = r;
+    p->sendq_last = r;
+}
+
+/* Answers a RNDV message; the receive r completes with st once the
+ * answer is in the ring, so that a rank never leaves a collective owing a
+ * sender its acknowledgement (it might then block in MPI while the sender
+ * waits for it). */
+static void queue_ack(xc_shm_peer_t *p, uint64_t cookie, uint32_t status, xc_shm_req_t *r,
+                      xcoll_status_t st)
+{
+    xc_shm_req_t *a = req_new();
+    r->status = st;
+    if (a == NULL) {
+        /* the sender's send then never completes: its timeout names us */
+        xc_error("out of memory for an acknowledgement to rank %d", p->rank);
+        complete(r, XCOLL_ERR_NO_MEMORY);
+        return;
+    }
+    a->kind = REQ_ACK;
+    a->cookie = cookie;
+    a->ack_status = status;
+    a->waiter = r;
+    r->acking = 1;
+    sendq_add(p, a);
+}
+
+/* Pulls a RNDV message into r's buffer and answers it. */
+static void pull(xc_shm_peer_t *p, xc_shm_req_t *r, uint64_t addr, uint64_t cookie)
+{
+    int bad = r->len > 0 && cma_read(p->pid, r->rbuf, addr, r->len) != 0;
+    if (bad)
+        xc_error("reading %zu bytes from rank %d (tag 0x%016llx) with process_vm_readv: %s",
+                 r->len, p->rank, (unsigned long long)r->tag, strerror(errno));
+    queue_ack(p, cookie, bad, r, bad ? XCOLL_ERR_TRANSPORT : XCOLL_OK);
+}
+
+static xcoll_status_t truncated(const xc_shm_peer_t *p, uint64_t tag, size_t got, size_t want)
+{
+    xc_error("rank %d sent %zu bytes with tag 0x%016llx where %zu were expected", p->rank, got,
+             (unsigned long long)tag, want);
+    return XCOLL_ERR_TRUNCATED;
+}
+
+/* --- sending: fill free slots from the send queue ----------------------------------- */
+
+static int push(xc_shm_comm_t *c, xc_shm_peer_t *p)
+{
+    int events = 0;
+    while (p->sendq != NULL) {
+        xc_shm_req_t *r = p->sendq;
+        xc_shm_slot_t *s;
+        if (p->out_head - p->out_tail >= XC_SHM_SLOTS) {
+            p->out_tail = atomic_load_explicit(&p->out->tail, memory_order_acquire);
+            if (p->out_head - p->out_tail >= XC_SHM_SLOTS)
+                break;
+        }
+        s = slot_at(c, p->out, p->out_head);
+        s->tag = r->tag;
+        if (r->kind == REQ_ACK) {
+            s->kind = XC_SHM_ACK;
+            s->cookie = r->cookie;
+            s->status = r->ack_status;
+        } else if (r->rndv) {
+            s->kind = XC_SHM_RNDV;
+            s->msg_len = r->len;
+            s->addr = (uint64_t)(uintptr_t)r->sbuf;
+            s->cookie = r->cookie;
+        } else {
+            size_t n = r->len - r->done < c->payload ? r->len - r->done : c->payload;
+            s->kind = r->done == 0 ? XC_SHM_FIRST : XC_SHM_MORE;
+            s->msg_len = r->len;
+            s->frag_len = (uint32_t)n;
+            if (n > 0 && !r->orphan)
+                memcpy(s + 1, r->sbuf + r->done, n);
+            r->done += n;
+        }
+        p->out_head++;
+        atomic_store_explicit(&p->out->head, p->out_head, memory_order_release);
+        events++;
+        if (r->kind == REQ_SEND && !r->rndv && r->done < r->len)
+            continue; /* the rest of this message next */
+        p->sendq = r->next;
+        if (p->sendq == NULL)
+            p->sendq_last = NULL;
+        if (r->kind == REQ_ACK) {
+            complete(r->waiter, r->waiter->status);
+            req_free(r);
+        } else if (r->rndv) {
+            r->next = p->rndv_wait;
+            p->rndv_wait = r;
+        } else {
+            complete(r, XCOLL_OK);
+        }
+    }
+    return events;
+}
+
+/* --- receiving: consume filled slots ------------------------------------------------ */
+
+static void finish_cur(xc_shm_peer_t *p)
+{
+    if (p->cur != NULL)
+        complete(p->cur, p->cur->discard ? p->cur->status : XCOLL_OK);
+    p->cur = NULL;
+    p->cur_unexp = NULL;
+}
+
+/* r refused a message of another length whose slots are still coming: it
+ * completes when they have all gone by, so that the sender, whose send
+ * completes only once every slot is in the ring, is not left waiting on a
+ * receiver that went on. */
+static void discard_into(xc_shm_peer_t *p, xc_shm_req_t *r, xcoll_status_t st)
+{
+    r->discard = 1;
+    r->status = st;
+    p->cur = r;
+}
+
+static xc_shm_req_t *match_posted(xc_shm_peer_t *p, uint64_t tag)
+{
+    xc_shm_req_t **pp, *prev = NULL;
+    for (pp = &p->posted; *pp != NULL; prev = *pp, pp = &(*pp)->next) {
+        xc_shm_req_t *r = *pp;
+        if (r->tag != tag)
+            continue;
+        *pp = r->next;
+        if (p->posted_last == r)
+            p->posted_last = prev;
+        return r;
+    }
+    return NULL;
+}
+
+static void unexp_add(xc_shm_peer_t *p, xc_shm_unexp_t *u)
+{
+    u->next = NULL;
+    if (p->unexp_last != NULL)
+        p->unexp_last->next = u;
+    else
+        p->unexp = u;
+    p->unexp_last = u;
+}
+
+/* A message's first slot (FIRST or RNDV): 0, or -1 if it is garbage. */
+static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *s, uint32_t kind,
+                  uint64_t tag, uint64_t msg_len, uint32_t frag)
+{
+    xc_shm_req_t *r;
+    xc_shm_unexp_t *u;
+    if (kind == XC_SHM_FIRST && (frag > c->payload || frag > msg_len ||
+                                 (frag < c->payload && frag != msg_len)))
+        return -1;
+    if (msg_len > ((uint64_t)1 << 46))
+        return -1;
+    r = match_posted(p, tag);
+    if (r != NULL) {
+        if (r->len != msg_len) {
+            xcoll_status_t st = truncated(p, tag, (size_t)msg_len, r->len);
+            if (kind == XC_SHM_RNDV) {
+                queue_ack(p, s->cookie, 0, r, st);
+            } else {
+                p->cur_left = (size_t)msg_len - frag;
+                if (p->cur_left == 0)
+                    complete(r, st);
+                else
+                    discard_into(p, r, st);
+            }
+            return 0;
+        }
+        if (kind == XC_SHM_RNDV) {
+            pull(p, r, s->addr, s->cookie);
+            return 0;
+        }
+        if (frag > 0)
+            memcpy(r->rbuf, s + 1, frag);
+        r->done = frag;
+        p->cur_left = (size_t)msg_len - frag;
+        if (p->cur_left == 0)
+            complete(r, XCOLL_OK);
+        else
+            p->cur = r;
+        return 0;
+    }
+    u = calloc(1, sizeof(*u));
+    if (u != NULL && kind == XC_SHM_FIRST && msg_len > 0 &&
+        (u->data = malloc((size_t)msg_len)) == NULL) {
+        free(u);
+        u = NULL;
+    }
+    if (u == NULL) {
+        xc_error("out of memory for a %llu-byte message from rank %d that arrived before "
+                 "its receive", (unsigned long long)msg_len, p->rank);
+        return -1;
+    }
+    u->tag = tag;
+    u->len = (size_t)msg_len;
+    if (kind == XC_SHM_RNDV) {
+        u->rndv = 1;
+        u->addr = s->addr;
+        u->cookie = s->cookie;
+        u->arrived = u->len;
+    } else {
+        if (frag > 0)
+            memcpy(u->data, s + 1, frag);
+        u->arrived = frag;
+        p->cur_left = u->len - frag;
+        if (p->cur_left > 0)
+            p->cur_unexp = u;
+    }
+    unexp_add(p, u);
+    return 0;
+}
+
+static void on_ack(xc_shm_peer_t *p, uint64_t cookie, uint32_t status)
+{
+    xc_shm_req_t **pp;
+    for (pp = &p->rndv_wait; *pp != NULL; pp = &(*pp)->next) {
+        xc_shm_req_t *r = *pp;
+        if (r->cookie != cookie)
+            continue;
+        *pp = r->next;
+        if (status != 0)
+            xc_error("rank %d could not read the %zu bytes sent to it (tag 0x%016llx)", p->rank,
+                     r->len, (unsigned long long)r->tag);
+        complete(r, status != 0 ? XCOLL_ERR_TRANSPORT : XCOLL_OK);
+        return;
+    }
+    /* the send was cancelled after a timeout: nothing waits for it */
+}
+
+static int drain(xc_shm_comm_t *c, xc_shm_peer_t *p)
+{
+    int events = 0;
+    uint64_t head = atomic_load_explicit(&p->in->head, memory_order_acquire);
+    if (head - p->in_tail > XC_SHM_SLOTS) {
+        fail_comm(c, p->rank, "ring head out of range");
+        return 0;
+    }
+    while (p->in_tail != head) {
+        const xc_shm_slot_t *s = slot_at(c, p->in, p->in_tail);
+        uint32_t kind = s->kind, frag = s->frag_len;
+        uint64_t tag = s->tag, msg_len = s->msg_len;
+        int bad = 0;
+        if (p->cur_left > 0) {
+            /* the rest of a message: into its receive, its unexpected
+             * entry, or (refused) nowhere */
+            if (kind != XC_SHM_MORE || frag > c->payload || frag > p->cur_left ||
+                (frag < c->payload && frag != p->cur_left)) {
+                bad = 1;
+            } else {
+                if (p->cur != NULL && !p->cur->discard) {
+                    memcpy(p->cur->rbuf + p->cur->done, s + 1, frag);
+                    p->cur->done += frag;
+                } else if (p->cur_unexp != NULL) {
+                    memcpy(p->cur_unexp->data + p->cur_unexp->arrived, s + 1, frag);
+                    p->cur_unexp->arrived += frag;
+                }
+                p->cur_left -= frag;
+                if (p->cur_left == 0)
+                    finish_cur(p);
+            }
+        } else if (kind == XC_SHM_FIRST || kind == XC_SHM_RNDV) {
+            bad = arrive(c, p, s, kind, tag, msg_len, frag) != 0;
+        } else if (kind == XC_SHM_ACK) {
+            on_ack(p, s->cookie, s->status);
+        } else {
+            bad = 1;
+        }
+        if (bad) {
+            fail_comm(c, p->rank, "a slot with a bad kind or length");
+            return events;
+        }
+        p->in_tail++;
+        atomic_store_explicit(&p->in->tail, p->in_tail, memory_order_release);
+        events++;
+    }
+    return events;
+}
+
+static int progress_comm(xc_shm_comm_t *c)
+{
+    int events = 0;
+    if (c->broken)
+        return 0;
+    for (int i = 0; i < c->nlocal && !c->broken; i++) {
+        events += drain(c, &c->peers[i]);
+        events += push(c, &c->peers[i]);
+    }
+    return events;
+}
+
+/* --- setup ---------------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t node;
+    uint64_t max_len;
+    uint64_t probe_addr;
+    uint64_t probe_val;
+    int64_t pid;
+    int32_t want;
+    int32_t pad_;
+} hello_t;
+
+typedef struct {
+    int32_t seg_ok;
+    int32_t cma_ok;
+    char name[XC_SHM_NAME_LEN];
+} names_t;
+
+static void unmap_all(xc_shm_comm_t *c)
+{
+    if (c->peer_seg != NULL)
+        for (int i = 0; i < c->nlocal; i++)
+            if (c->peer_seg[i] != NULL && c->peer_seg[i] != MAP_FAILED)
+                munmap(c->peer_seg[i], c->seg_bytes);
+    if (c->seg != NULL && c->seg != MAP_FAILED)
+        munmap(c->seg, c->seg_bytes);
+    free(c->peer_seg);
+    c->peer_seg = NULL;
+    c->seg = NULL;
+}
+
+/* Why this rank cannot use shared memory: a warning the first time, then
+ * (one per communicator) at info level. */
+static int g_off_warned;
+#define OFF_NOTE(...)                                                     \
+    do {                                                                  \
+        XC_LOG(g_off_warned ? XC_LOG_INFO : XC_LOG_WARN, __VA_ARGS__);    \
+        g_off_warned = 1;                                                 \
+    } while (0)
+
+/* Creates this rank's segment; 0 on success. name is filled either way. */
+static int create_segment(xc_shm_comm_t *c, char *name)
+{
+    unsigned char rnd[12];
+    int fd, err;
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+        OFF_NOTE("shared memory off: no random bytes for a segment name (%s)", strerror(errno));
+        return -1;
+    }
+    snprintf(name, XC_SHM_NAME_LEN, "/xcoll-%d-", (int)getpid());
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(name + strlen(name), 3, "%02x", rnd[i]);
+    fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        OFF_NOTE("shared memory off: shm_open %s: %s", name, strerror(errno));
+        return -1;
+    }
+    /* reserve the pages now: a full /dev/shm fails here, not later with
+     * SIGBUS in the middle of a collective */
+    err = posix_fallocate(fd, 0, (off_t)c->seg_bytes);
+    if (err != 0) {
+        OFF_NOTE("shared memory off: %zu bytes in /dev/shm: %s", c->seg_bytes, strerror(err));
+        close(fd);
+        shm_unlink(name);
+        return -1;
+    }
+    c->seg = mmap(NULL, c->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (c->seg == MAP_FAILED) {
+        c->seg = NULL;
+        OFF_NOTE("shared memory off: mmap of %zu bytes: %s", c->seg_bytes, strerror(errno));
+        shm_unlink(name);
+        return -1;
+    }
+    return 0;
+}
+
+static void *map_peer(const char *name, size_t bytes)
+{
+    struct stat st;
+    void *p;
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        OFF_NOTE("shared memory off: cannot open a peer's segment %s: %s", name, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size != bytes) {
+        OFF_NOTE("shared memory off: a peer's segment %s is not %zu bytes", name, bytes);
+        close(fd);
+        return NULL;
+    }
+    p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        OFF_NOTE("shared memory off: mmap of a peer's segment: %s", strerror(errno));
+        return NULL;
+    }
+    return p;
+}
+
+/* Every rank the same way: 0 = the path is off on every rank. */
+static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
+{
+    hello_t me, *hello = NULL;
+    names_t mine, *names = NULL;
+    int32_t mapped, *all_mapped = NULL;
+    int on = 0, ok, all_want = 1, local_max = 0;
+    size_t n = (size_t)c->size;
+
+    hello = calloc(n, sizeof(*hello));
+    names = calloc(n, sizeof(*names));
+    all_mapped = calloc(n, sizeof(*all_mapped));
+    c->local_of = malloc(n * sizeof(*c->local_of));
+    memset(&me, 0, sizeof(me));
+    me.node = xc_node_key();
+    me.max_len = env_bytes("XCOLL_SHM_MAX", XC_SHM_MAX_DEFAULT);
+    me.pid = (int64_t)getpid();
+    g_cma_probe = now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x78636f6c6cull;
+    me.probe_val = g_cma_probe;
+    me.probe_addr = (uint64_t)(uintptr_t)&g_cma_probe;
+    me.want = shm_wanted() && hello != NULL && names != NULL && all_mapped != NULL &&
+              c->local_of != NULL;
+    if (hello == NULL || names == NULL || all_mapped == NULL || c->local_of == NULL) {
+        /* without somewhere to gather into this rank cannot take part:
+         * the others wait in the bootstrap (as for the UCX exchange) */
+        xc_error("out of memory for the shared-memory setup of %d ranks", c->size);
+        free(hello);
+        free(names);
+        free(all_mapped);
+        return -2;
+    }
+    if (boot->allgather(&me, hello, sizeof(me), boot->ctx) != 0) {
+        xc_error("shared memory: the bootstrap allgather failed");
+        goto fail_boot;
+    }
+    /* where messages switch to UCX must be the same on every rank */
+    c->max_len = (size_t)me.max_len;
+    for (size_t r = 0; r < n; r++) {
+        if (hello[r].max_len < c->max_len)
+            c->max_len = (size_t)hello[r].max_len;
+        all_want &= hello[r].want != 0;
+        c->local_of[r] = -1;
+        if (hello[r].node == me.node)
+            c->local_of[r] = c->nlocal++;
+    }
+    for (size_t r = 0; r < n; r++) {
+        int k = 0;
+        for (size_t q = 0; q < n; q++)
+            k += hello[q].node == hello[r].node;
+        if (k > local_max)
+            local_max = k;
+    }
+    c->nremote = c->size - c->nlocal;
+    /* a job of one rank per node gains nothing */
+    if (!all_want || local_max < 2) {
+        for (size_t r = 0; r < n && !all_want; r++)
+            if (!hello[r].want) {
+                xc_info("shared memory off: rank %zu does not use it (XCOLL_SHM=0 there)", r);
+                break;
+            }
+        c->nlocal = 0;
+        goto off;
+    }
+    c->payload = payload_for(c->nlocal);
+    c->ring_bytes = sizeof(xc_shm_ring_t) + XC_SHM_SLOTS * (XC_SHM_HDR + c->payload);
+    c->seg_bytes = (size_t)c->nlocal * c->ring_bytes;
+
+    memset(&mine, 0, sizeof(mine));
+    mine.seg_ok = create_segment(c, mine.name) == 0;
+    /* CMA is used only if every rank can read every local peer */
+    mine.cma_ok = g_cma_min != SIZE_MAX;
+    for (size_t r = 0; r < n && mine.cma_ok; r++) {
+        uint64_t v = 0;
+        if (c->local_of[r] < 0 || (int)r == c->rank)
+            continue;
+        if (cma_read((pid_t)hello[r].pid, &v, hello[r].probe_addr, sizeof(v)) != 0 ||
+            v != hello[r].probe_val) {
+            xc_info("shared memory: no single-copy reads from rank %zu (%s): large messages "
+                    "go through the rings", r, strerror(errno));
+            mine.cma_ok = 0;
+        }
+    }
+    if (boot->allgather(&mine, names, sizeof(mine), boot->ctx) != 0) {
+        xc_error("shared memory: the bootstrap allgather failed");
+        goto fail_boot;
+    }
+    ok = 1;
+    c->cma = 1;
+    for (size_t r = 0; r < n; r++) {
+        if (ok && !names[r].seg_ok && mine.seg_ok)
+            xc_info("shared memory off: rank %zu could not create its segment", r);
+        ok &= names[r].seg_ok != 0;
+        c->cma &= names[r].cma_ok != 0;
+    }
+    c->peers = calloc((size_t)c->nlocal, sizeof(*c->peers));
+    c->peer_seg = calloc((size_t)c->nlocal, sizeof(*c->peer_seg));
+    mapped = ok && c->peers != NULL && c->peer_seg != NULL;
+    for (size_t r = 0; r < n && mapped; r++) {
+        int i = c->local_of[r];
+        if (i < 0)
+            continue;
+        names[r].name[XC_SHM_NAME_LEN - 1] = '\0';
+        c->peer_seg[i] = (int)r == c->rank ? c->seg : map_peer(names[r].name, c->seg_bytes);
+        mapped = c->peer_seg[i] != NULL;
+    }
+    if (boot->allgather(&mapped, all_mapped, sizeof(mapped), boot->ctx) != 0) {
+        xc_error("shared memory: the bootstrap allgather failed");
+        if (mine.seg_ok)
+            shm_unlink(mine.name);
+        goto fail_boot;
+    }
+    /* every rank has mapped what it could: the name may go */
+    if (mine.seg_ok)
+        shm_unlink(mine.name);
+    on = 1;
+    for (size_t r = 0; r < n; r++)
+        on &= all_mapped[r] != 0;
+    if (!on) {
+        for (size_t r = 0; r < n && mapped; r++)
+            if (!all_mapped[r]) {
+                xc_info("shared memory off: rank %zu could not map its peers' segments", r);
+                break;
+            }
+        goto off_unmap;
+    }
+    for (size_t r = 0; r < n; r++) {
+        int i = c->local_of[r];
+        xc_shm_peer_t *p;
+        if (i < 0)
+            continue;
+        p = &c->peers[i];
+        p->rank = (int)r;
+        p->pid = (pid_t)hello[r].pid;
+        /* my ring in its segment is at my local index; its ring in mine at its */
+        p->out = ring_in(c, (int)r == c->rank ? c->seg : c->peer_seg[i], c->local_of[c->rank]);
+        p->in = ring_in(c, c->seg, i);
+    }
+    if (c->seg_bytes > 0 && c->nlocal > sysconf(_SC_NPROCESSORS_ONLN))
+        g_oversubscribed = 1;
+    if (c->cma)
+        xc_info("shared memory: %d ranks on this node, %zu-byte slots, messages of %zu B to "
+                "%zu B read in one copy (CMA), longer ones by UCX", c->nlocal, c->payload,
+                g_cma_min, c->max_len);
+    else
+        xc_info("shared memory: %d ranks on this node, %zu-byte slots, messages over %zu B by UCX",
+                c->nlocal, c->payload, c->max_len);
+    free(hello);
+    free(names);
+    free(all_mapped);
+    return 1;
+
+off_unmap:
+    unmap_all(c);
+    free(c->peers);
+    c->peers = NULL;
+    c->nlocal = 0;
+off:
+    c->nremote = c->size;
+    free(hello);
+    free(names);
+    free(all_mapped);
+    return 0;
+fail_boot:
+    unmap_all(c);
+    free(hello);
+    free(names);
+    free(all_mapped);
+    return -1;
+}
+
+/* --- the transport ----------------------------------------------------------------- */
+
+static void shm_comm_fini(void *tl_comm)
+{
+    xc_shm_comm_t *c = tl_comm, **pp;
+    if (c == NULL)
+        return;
+    if (c->nlocal > 0) {
+        /* acknowledgements still queued are owed to senders that wait for
+         * them; give the rings a bounded time to take them */
+        uint64_t t0 = now_ns();
+        int pending = 1;
+        while (pending && !c->broken && now_ns() - t0 < 2000000000ull) {
+            pending = 0;
+            progress_comm(c);
+            for (int i = 0; i < c->nlocal; i++)
+                pending |= c->peers[i].sendq != NULL;
+            if (pending)
+                sched_yield();
+        }
+        for (pp = &g_live; *pp != NULL; pp = &(*pp)->next_live)
+            if (*pp == c) {
+                *pp = c->next_live;
+                break;
+            }
+        for (int i = 0; i < c->nlocal; i++) {
+            xc_shm_peer_t *p = &c->peers[i];
+            while (p->sendq != NULL) {
+                xc_shm_req_t *r = p->sendq;
+                p->sendq = r->next;
+                if (r->kind == REQ_ACK && r->waiter->orphan)
+                    req_free(r->waiter);
+                if (r->kind == REQ_ACK || r->orphan)
+                    req_free(r);
+            }
+            /* cur_unexp, if any, is one of these */
+            while (p->unexp != NULL) {
+                xc_shm_unexp_t *u = p->unexp;
+                p->unexp = u->next;
+                free(u->data);
+                free(u);
+            }
+        }
+    }
+    unmap_all(c);
+    free(c->peers);
+    free(c->local_of);
+    if (c->ucx != NULL)
+        xc_ucx_transport.comm_fini(c->ucx);
+    free(c);
+}
+
+static xcoll_status_t shm_comm_init(const xcoll_bootstrap_t *boot, void **tl_comm)
+{
+    xc_shm_comm_t *c;
+    xcoll_status_t st;
+    void *ucx = NULL;
+    int on;
+
+    if (tl_comm == NULL)
+        return XCOLL_ERR_INVALID_ARG;
+    *tl_comm = NULL;
+    /* fails on every rank together, so every rank reaches the exchanges below */
+    st = xc_ucx_transport.comm_init(boot, &ucx);
+    if (st != XCOLL_OK)
+        return st;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        xc_error("out of memory for a shared-memory communicator");
+        xc_ucx_transport.comm_fini(ucx);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    c->ucx = ucx;
+    c->rank = boot->rank;
+    c->size = boot->size;
+    if (g_cma_min == 0)
+        g_cma_min = cma_min();
+    on = setup(c, boot);
+    if (on < 0) {
+        shm_comm_fini(c);
+        return on == -2 ? XCOLL_ERR_NO_MEMORY : XCOLL_ERR_BOOTSTRAP;
+    }
+    if (on) {
+        c->next_live = g_live;
+        g_live = c;
+    }
+    *tl_comm = c;
+    return XCOLL_OK;
+}
+
+/* Counts what UCX has in flight, which it moves only while progressed. */
+static xcoll_status_t ucx_posted(xcoll_status_t st, void **req)
+{
+    if (st == XCOLL_OK && *req != NULL)
+        g_ucx_pending++;
+    return st;
+}
+
+/* Long collective messages go to UCX. Point-to-point ones never do: the
+ * public contract reports a receive of another count as XCOLL_ERR_TRUNCATED,
+ * which needs both ends on one path whatever the lengths. */
+static int by_ucx(const xc_shm_comm_t *c, uint64_t tag, size_t len)
+{
+    return len > c->max_len && (tag & XC_TAG_P2P_BIT) == 0;
+}
+
+static int local_peer(xc_shm_comm_t *c, int peer)
+{
+    return c->nlocal > 0 ? c->local_of[peer] : -1;
+}
+
+static xcoll_status_t shm_isend(void *tl_comm, int peer, uint64_t tag, const void *buf,
+                                size_t len, void **req)
+{
+    xc_shm_comm_t *c = tl_comm;
+    xc_shm_peer_t *p;
+    xc_shm_req_t *r;
+    int i;
+    if (c == NULL || req == NULL || peer < 0 || peer >= c->size) {
+        xc_error("shared-memory transport: bad communicator, request pointer or peer %d", peer);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    if ((i = local_peer(c, peer)) < 0 || by_ucx(c, tag, len))
+        return ucx_posted(xc_ucx_transport.isend(c->ucx, peer, tag, buf, len, req), req);
+    if (c->broken)
+        return XCOLL_ERR_TRANSPORT;
+    p = &c->peers[i];
+    r = req_new();
+    if (r == NULL) {
+        xc_error("out of memory for a send to rank %d", peer);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    r->kind = REQ_SEND;
+    r->tag = tag;
+    r->sbuf = buf;
+    r->len = len;
+    r->rndv = c->cma && len >= g_cma_min && peer != c->rank;
+    r->cookie = ++p->next_cookie;
+    sendq_add(p, r);
+    push(c, p);
+    if (r->complete) {
+        req_free(r);
+        *req = NULL;
+        return XCOLL_OK;
+    }
+    *req = tagged(r);
+    return XCOLL_OK;
+}
+
+static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
+                                void **req)
+{
+    xc_shm_comm_t *c = tl_comm;
+    xc_shm_peer_t *p;
+    xc_shm_unexp_t **up, *u, *prev = NULL;
+    xc_shm_req_t *r;
+    xcoll_status_t st;
+    int i;
+    if (c == NULL || req == NULL || peer < 0 || peer >= c->size) {
+        xc_error("shared-memory transport: bad communicator, request pointer or peer %d", peer);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    if ((i = local_peer(c, peer)) < 0 || by_ucx(c, tag, len))
+        return ucx_posted(xc_ucx_transport.irecv(c->ucx, peer, tag, buf, len, req), req);
+    if (c->broken)
+        return XCOLL_ERR_TRANSPORT;
+    p = &c->peers[i];
+    *req = NULL;
+    r = req_new();
+    if (r == NULL) {
+        xc_error("out of memory for a receive from rank %d", peer);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    r->kind = REQ_RECV;
+    r->tag = tag;
+    r->rbuf = buf;
+    r->len = len;
+    for (up = &p->unexp; (u = *up) != NULL; prev = u, up = &u->next)
+        if (u->tag == tag)
+            break;
+    if (u == NULL) {
+        r->next = NULL;
+        if (p->posted_last != NULL)
+            p->posted_last->next = r;
+        else
+            p->posted = r;
+        p->posted_last = r;
+        *req = tagged(r);
+        return XCOLL_OK;
+    }
+    *up = u->next;
+    if (p->unexp_last == u)
+        p->unexp_last = prev;
+    if (u->len != len) {
+        st = truncated(p, tag, u->len, len);
+        /* reported by test(), as a later match would be */
+        if (u->rndv)
+            queue_ack(p, u->cookie, 0, r, st);
+        else if (u == p->cur_unexp)
+            discard_into(p, r, st);
+        else
+            complete(r, st);
+        if (u == p->cur_unexp)
+            p->cur_unexp = NULL;
+        free(u->data);
+        free(u);
+        *req = tagged(r);
+        return XCOLL_OK;
+    }
+    if (u->rndv) {
+        pull(p, r, u->addr, u->cookie);
+        free(u);
+        push(c, p);
+        if (r->complete && r->status == XCOLL_OK)
+            req_free(r);
+        else
+            *req = tagged(r);
+        return XCOLL_OK;
+    }
+    if (u->arrived > 0)
+        memcpy(buf, u->data, u->arrived);
+    if (u == p->cur_unexp) {
+        /* still arriving: the rest goes straight into buf */
+        r->done = u->arrived;
+        p->cur = r;
+        p->cur_unexp = NULL;
+        *req = tagged(r);
+    } else {
+        req_free(r);
+    }
+    free(u->data);
+    free(u);
+    return XCOLL_OK;
+}
+
+/* Unlinks r from wherever it waits in p. */
+static void forget(xc_shm_peer_t *p, xc_shm_req_t *r)
+{
+    xc_shm_req_t **pp, *prev = NULL;
+    if (p->cur == r) {
+        p->cur = NULL; /* its remaining slots are discarded */
+        return;
+    }
+    for (pp = &p->posted; *pp != NULL; prev = *pp, pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            if (p->posted_last == r)
+                p->posted_last = prev;
+            return;
+        }
+    for (pp = &p->rndv_wait; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            return;
+        }
+    prev = NULL;
+    for (pp = &p->sendq; *pp != NULL; prev = *pp, pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            if (p->sendq_last == r)
+                p->sendq_last = prev;
+            return;
+        }
+}
+
+/* The peer whose queues hold r, or NULL. */
+static xc_shm_peer_t *owner_of(xc_shm_comm_t *c, const xc_shm_req_t *r)
+{
+    for (int i = 0; i < c->nlocal; i++) {
+        xc_shm_peer_t *q = &c->peers[i];
+        const xc_shm_req_t *lists[3] = { q->sendq, q->posted, q->rndv_wait };
+        if (q->cur == r)
+            return q;
+        for (int l = 0; l < 3; l++)
+            for (const xc_shm_req_t *x = lists[l]; x != NULL; x = x->next)
+                if (x == r)
+                    return q;
+    }
+    return NULL;
+}
+
+/* Takes r out of the queues and frees it, unless it is half pushed: the
+ * receiver expects the rest, so it is pushed empty (the buffer may be
+ * gone) and freed then. */
+static void drop(xc_shm_comm_t *c, xc_shm_req_t *r)
+{
+    xc_shm_peer_t *p;
+    if (r->acking) {
+        r->orphan = 1; /* its ACK, still queued, frees it */
+        return;
+    }
+    p = owner_of(c, r);
+    if (p != NULL && p->sendq == r && r->kind == REQ_SEND && !r->rndv && r->done > 0) {
+        r->orphan = 1;
+        return;
+    }
+    if (p != NULL)
+        forget(p, r);
+    req_free(r);
+}
+
+static void shm_cancel(void *tl_comm, void *req)
+{
+    xc_shm_comm_t *c = tl_comm;
+    xc_shm_req_t *r;
+    if (req == NULL)
+        return;
+    if (!is_shm_req(req)) {
+        xc_ucx_transport.cancel(c->ucx, req);
+        g_ucx_pending--;
+        return;
+    }
+    r = shm_req(req);
+    if (r->complete)
+        req_free(r);
+    else
+        drop(c, r);
+}
+
+static xcoll_status_t shm_test(void *tl_comm, void *req)
+{
+    xc_shm_comm_t *c = tl_comm;
+    xc_shm_req_t *r;
+    xcoll_status_t st;
+    if (req == NULL)
+        return XCOLL_OK;
+    if (!is_shm_req(req)) {
+        st = xc_ucx_transport.test(c->ucx, req);
+        if (st != XCOLL_INPROGRESS)
+            g_ucx_pending--;
+        return st;
+    }
+    r = shm_req(req);
+    if (!r->complete) {
+        if (!c->broken)
+            return XCOLL_INPROGRESS;
+        drop(c, r);
+        return XCOLL_ERR_TRANSPORT;
+    }
+    st = r->status;
+    req_free(r);
+    return st;
+}
+
+static int shm_progress(void *tl_comm)
+{
+    xc_shm_comm_t *c = tl_comm;
+    int events = 0;
+    for (xc_shm_comm_t *x = g_live; x != NULL; x = x->next_live)
+        events += progress_comm(x);
+    /* UCX carries the other nodes' traffic, the long messages and other
+     * communicators': with nothing of ours in it, every 16th round will do */
+    if (c->nlocal == 0 || c->nremote > 0 || g_ucx_pending > 0 || (++g_tick & 15) == 0)
+        events += xc_ucx_transport.progress(c->ucx);
+    return events;
+}
+
+static void shm_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
+{
+    xc_shm_comm_t *c = tl_comm;
+    uint64_t now, idle_us;
+    if (c->nlocal == 0) {
+        xc_ucx_transport.idle(c->ucx, idle_rounds, max_wait_us);
+        return;
+    }
+    if (c->nremote > 0 || g_ucx_pending > 0) {
+        /* UCX may sleep on its event fd, which shared memory never
+         * signals: keep its sleeps short */
+        xc_ucx_transport.idle(c->ucx, idle_rounds, max_wait_us < 50 ? max_wait_us : 50);
+        return;
+    }
+    now = now_ns();
+    if (idle_rounds <= g_last_idle_round)
+        g_idle_since_ns = now;
+    g_last_idle_round = idle_rounds;
+    idle_us = (now - g_idle_since_ns) / 1000;
+    /* as the UCX transport: spin ~20 us with a core per rank, yield at once
+     * without; after 1 ms sleep in short naps */
+    if (!g_oversubscribed && idle_us < 20)
+        return;
+    if (idle_us < 1000 || max_wait_us == 0) {
+        sched_yield();
+        return;
+    }
+    {
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static xcoll_status_t shm_flush(void *tl_comm)
+{
+    xc_shm_comm_t *c = tl_comm;
+    /* shared-memory sends complete only once the receiver has them */
+    return xc_ucx_transport.flush(c->ucx);
+}
+
+static int shm_device_memory(void *tl_comm)
+{
+    xc_shm_comm_t *c = tl_comm;
+    /* the rings and CMA read host memory only: stage device data */
+    return c->nlocal == 0 && xc_ucx_transport.device_memory(c->ucx);
+}
+
+const xc_transport_t xc_shm_transport = {
+    .name = "shm",
+    .comm_init = shm_comm_init,
+    .comm_fini = shm_comm_fini,
+    .isend = shm_isend,
+    .irecv = shm_irecv,
+    .test = shm_test,
+    .cancel = shm_cancel,
+    .progress = shm_progress,
+    .flush = shm_flush,
+    .device_memory = shm_device_memory,
+    .idle = shm_idle,
+};
