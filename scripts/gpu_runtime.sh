@@ -100,6 +100,11 @@ export PMIX_MCA_mca_base_component_path="$lib/pmix2/lib/pmix"
 export UCX_MODULE_DIR="$lib/ucx"
 # one node: MPI's own traffic over shared memory; nothing probes a network
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_osc=^ucx
+# The GPU machine may run under a sandboxing kernel where process_vm_readv
+# fails: neither MPI nor UCX may count on single-copy reads (xcoll's own
+# shared memory does not use them unless XCOLL_SHM_CMA_MIN asks)
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export UCX_TLS="${UCX_TLS:-^cma}"
 unset rt lib ldpath f n
 EOF
     step "gpu-runtime/: $(du -sh "$RT" | cut -f1)"

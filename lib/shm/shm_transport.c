@@ -69,7 +69,8 @@ typedef struct {
     uint64_t cookie;    /* RNDV: names the send; ACK: the send it answers */
     uint32_t frag_len;  /* FIRST, MORE: payload bytes in this slot */
     uint32_t kind;
-    uint32_t status;    /* ACK: 0, or 1 when the receiver could not read */
+    uint32_t status;    /* ACK: 1 when the receiver could not read; MORE: 1
+                         * when the sender abandoned the message */
     uint32_t pad_[5];
 } xc_shm_slot_t;
 
@@ -88,7 +89,8 @@ typedef struct xc_shm_req {
     struct xc_shm_req *next;
     req_kind_t kind;
     int rndv;           /* send: by descriptor; the receiver pulls */
-    int orphan;         /* send cancelled mid-message: push the rest empty */
+    int orphan;         /* cancelled: freed when it completes; a half-pushed
+                         * send's rest goes out empty and marked */
     int complete;
     xcoll_status_t status;
     uint64_t tag;
@@ -111,6 +113,7 @@ typedef struct xc_shm_unexp {
     size_t len;
     size_t arrived;
     int rndv;
+    int aborted;        /* its sender abandoned it halfway */
     uint64_t addr, cookie;
     unsigned char *data;
 } xc_shm_unexp_t;
@@ -131,6 +134,7 @@ typedef struct {
     xc_shm_unexp_t *cur_unexp;
     size_t cur_left;
     uint64_t next_cookie;
+    int oom_logged;
 } xc_shm_peer_t;
 
 typedef struct xc_shm_comm {
@@ -247,6 +251,13 @@ static void *tagged(xc_shm_req_t *r) { return (void *)((uintptr_t)r | 1u); }
 /* Requests come and go at every message: keep up to 1024 freed ones, but
  * not under AddressSanitizer, which should see every use after free. */
 #if defined(__SANITIZE_ADDRESS__)
+#define XC_SHM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define XC_SHM_ASAN 1
+#endif
+#endif
+#ifdef XC_SHM_ASAN
 static const int g_keep_reqs = 0;
 #else
 static const int g_keep_reqs = 1;
@@ -391,6 +402,10 @@ static int push(xc_shm_comm_t *c, xc_shm_peer_t *p)
             s->kind = r->done == 0 ? XC_SHM_FIRST : XC_SHM_MORE;
             s->msg_len = r->len;
             s->frag_len = (uint32_t)n;
+            /* The rest of a cancelled send goes out empty and marked: its
+             * buffer may be gone, and the receiver must fail, not take
+             * whatever the slots held before. */
+            s->status = r->orphan;
             if (n > 0 && !r->orphan)
                 memcpy(s + 1, r->sbuf + r->done, n);
             r->done += n;
@@ -462,10 +477,13 @@ static void unexp_add(xc_shm_peer_t *p, xc_shm_unexp_t *u)
     p->unexp_last = u;
 }
 
-/* A message's first slot (FIRST or RNDV): 0, or -1 if it is garbage. */
-static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *s, uint32_t kind,
-                  uint64_t tag, uint64_t msg_len, uint32_t frag)
+/* A message's first slot (FIRST or RNDV), h its header copied out of
+ * shared memory: 0, -1 if it is garbage, 1 if it must wait for memory. */
+static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *h,
+                  const unsigned char *payload)
 {
+    uint32_t kind = h->kind, frag = h->frag_len;
+    uint64_t tag = h->tag, msg_len = h->msg_len;
     xc_shm_req_t *r;
     xc_shm_unexp_t *u;
     if (kind == XC_SHM_FIRST && (frag > c->payload || frag > msg_len ||
@@ -478,7 +496,7 @@ static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *s, ui
         if (r->len != msg_len) {
             xcoll_status_t st = truncated(p, tag, (size_t)msg_len, r->len);
             if (kind == XC_SHM_RNDV) {
-                queue_ack(p, s->cookie, 0, r, st);
+                queue_ack(p, h->cookie, 0, r, st);
             } else {
                 p->cur_left = (size_t)msg_len - frag;
                 if (p->cur_left == 0)
@@ -489,11 +507,11 @@ static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *s, ui
             return 0;
         }
         if (kind == XC_SHM_RNDV) {
-            pull(p, r, s->addr, s->cookie);
+            pull(p, r, h->addr, h->cookie);
             return 0;
         }
         if (frag > 0)
-            memcpy(r->rbuf, s + 1, frag);
+            memcpy(r->rbuf, payload, frag);
         r->done = frag;
         p->cur_left = (size_t)msg_len - frag;
         if (p->cur_left == 0)
@@ -509,20 +527,26 @@ static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *s, ui
         u = NULL;
     }
     if (u == NULL) {
-        xc_error("out of memory for a %llu-byte message from rank %d that arrived before "
-                 "its receive", (unsigned long long)msg_len, p->rank);
-        return -1;
+        /* not the peer's fault: the slot stays until memory comes back or
+         * the receive is posted */
+        if (!p->oom_logged)
+            xc_error("out of memory for a %llu-byte message from rank %d that arrived before "
+                     "its receive; it waits in shared memory", (unsigned long long)msg_len,
+                     p->rank);
+        p->oom_logged = 1;
+        return 1;
     }
+    p->oom_logged = 0;
     u->tag = tag;
     u->len = (size_t)msg_len;
     if (kind == XC_SHM_RNDV) {
         u->rndv = 1;
-        u->addr = s->addr;
-        u->cookie = s->cookie;
+        u->addr = h->addr;
+        u->cookie = h->cookie;
         u->arrived = u->len;
     } else {
         if (frag > 0)
-            memcpy(u->data, s + 1, frag);
+            memcpy(u->data, payload, frag);
         u->arrived = frag;
         p->cur_left = u->len - frag;
         if (p->cur_left > 0)
@@ -559,9 +583,14 @@ static int drain(xc_shm_comm_t *c, xc_shm_peer_t *p)
     }
     while (p->in_tail != head) {
         const xc_shm_slot_t *s = slot_at(c, p->in, p->in_tail);
-        uint32_t kind = s->kind, frag = s->frag_len;
-        uint64_t tag = s->tag, msg_len = s->msg_len;
+        const unsigned char *payload = (const unsigned char *)(s + 1);
+        xc_shm_slot_t h;
+        uint32_t kind, frag;
         int bad = 0;
+        /* the header is read once: what was checked is what is used */
+        memcpy(&h, s, sizeof(h));
+        kind = h.kind;
+        frag = h.frag_len;
         if (p->cur_left > 0) {
             /* the rest of a message: into its receive, its unexpected
              * entry, or (refused) nowhere */
@@ -569,11 +598,18 @@ static int drain(xc_shm_comm_t *c, xc_shm_peer_t *p)
                 (frag < c->payload && frag != p->cur_left)) {
                 bad = 1;
             } else {
+                if (h.status != 0 && p->cur != NULL && !p->cur->discard) {
+                    xc_error("rank %d abandoned its message with tag 0x%016llx (a timeout "
+                             "there)", p->rank, (unsigned long long)p->cur->tag);
+                    discard_into(p, p->cur, XCOLL_ERR_TRANSPORT);
+                } else if (h.status != 0 && p->cur_unexp != NULL) {
+                    p->cur_unexp->aborted = 1;
+                }
                 if (p->cur != NULL && !p->cur->discard) {
-                    memcpy(p->cur->rbuf + p->cur->done, s + 1, frag);
+                    memcpy(p->cur->rbuf + p->cur->done, payload, frag);
                     p->cur->done += frag;
                 } else if (p->cur_unexp != NULL) {
-                    memcpy(p->cur_unexp->data + p->cur_unexp->arrived, s + 1, frag);
+                    memcpy(p->cur_unexp->data + p->cur_unexp->arrived, payload, frag);
                     p->cur_unexp->arrived += frag;
                 }
                 p->cur_left -= frag;
@@ -581,9 +617,12 @@ static int drain(xc_shm_comm_t *c, xc_shm_peer_t *p)
                     finish_cur(p);
             }
         } else if (kind == XC_SHM_FIRST || kind == XC_SHM_RNDV) {
-            bad = arrive(c, p, s, kind, tag, msg_len, frag) != 0;
+            int a = arrive(c, p, &h, payload);
+            if (a > 0)
+                return events; /* no memory now: the slot waits */
+            bad = a != 0;
         } else if (kind == XC_SHM_ACK) {
-            on_ack(p, s->cookie, s->status);
+            on_ack(p, h.cookie, h.status);
         } else {
             bad = 1;
         }
@@ -632,7 +671,7 @@ static void unmap_all(xc_shm_comm_t *c)
 {
     if (c->peer_seg != NULL)
         for (int i = 0; i < c->nlocal; i++)
-            if (c->peer_seg[i] != NULL && c->peer_seg[i] != MAP_FAILED)
+            if (c->peer_seg[i] != NULL && c->peer_seg[i] != c->seg)
                 munmap(c->peer_seg[i], c->seg_bytes);
     if (c->seg != NULL && c->seg != MAP_FAILED)
         munmap(c->seg, c->seg_bytes);
@@ -730,12 +769,20 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
     g_cma_probe = now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x78636f6c6cull;
     me.probe_val = g_cma_probe;
     me.probe_addr = (uint64_t)(uintptr_t)&g_cma_probe;
-    me.want = shm_wanted() && hello != NULL && names != NULL && all_mapped != NULL &&
-              c->local_of != NULL;
-    if (hello == NULL || names == NULL || all_mapped == NULL || c->local_of == NULL) {
+    me.want = shm_wanted();
+    if (hello == NULL) {
         /* without somewhere to gather into this rank cannot take part:
          * the others wait in the bootstrap (as for the UCX exchange) */
         xc_error("out of memory for the shared-memory setup of %d ranks", c->size);
+        free(names);
+        free(all_mapped);
+        return -2;
+    }
+    if (names == NULL || all_mapped == NULL || c->local_of == NULL) {
+        /* refuse in the first exchange: every rank then stops after it */
+        xc_error("out of memory for the shared-memory setup of %d ranks", c->size);
+        me.want = 0;
+        (void)boot->allgather(&me, hello, sizeof(me), boot->ctx);
         free(hello);
         free(names);
         free(all_mapped);
@@ -785,15 +832,20 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
         uint64_t v = 0;
         if (c->local_of[r] < 0 || (int)r == c->rank)
             continue;
-        if (cma_read((pid_t)hello[r].pid, &v, hello[r].probe_addr, sizeof(v)) != 0 ||
-            v != hello[r].probe_val) {
+        if (cma_read((pid_t)hello[r].pid, &v, hello[r].probe_addr, sizeof(v)) != 0) {
             xc_info("shared memory: no single-copy reads from rank %zu (%s): large messages "
                     "go through the rings", r, strerror(errno));
+            mine.cma_ok = 0;
+        } else if (v != hello[r].probe_val) {
+            xc_info("shared memory: no single-copy reads from rank %zu (it read another "
+                    "value): large messages go through the rings", r);
             mine.cma_ok = 0;
         }
     }
     if (boot->allgather(&mine, names, sizeof(mine), boot->ctx) != 0) {
         xc_error("shared memory: the bootstrap allgather failed");
+        if (mine.seg_ok)
+            shm_unlink(mine.name);
         goto fail_boot;
     }
     ok = 1;
@@ -873,7 +925,11 @@ off:
     free(all_mapped);
     return 0;
 fail_boot:
+    /* nothing of the rings was used: comm_fini must not look at them */
     unmap_all(c);
+    free(c->peers);
+    c->peers = NULL;
+    c->nlocal = 0;
     free(hello);
     free(names);
     free(all_mapped);
@@ -932,9 +988,26 @@ static void shm_comm_fini(void *tl_comm)
     free(c);
 }
 
+/* A rank that cannot set up this transport still takes part in the first
+ * exchange, refusing shared memory, so that every rank stops after it and
+ * the bootstrap stays in step (the topology exchange then fails them all). */
+static void join_refusing(const xcoll_bootstrap_t *boot)
+{
+    hello_t me, *hello;
+    if (boot->size <= 0 || (unsigned)boot->size > XC_MAX_RANKS)
+        return; /* every rank was refused for this before any exchange */
+    hello = calloc((size_t)boot->size, sizeof(*hello));
+    if (hello == NULL)
+        return;
+    memset(&me, 0, sizeof(me));
+    me.node = xc_node_key();
+    (void)boot->allgather(&me, hello, sizeof(me), boot->ctx);
+    free(hello);
+}
+
 static xcoll_status_t shm_comm_init(const xcoll_bootstrap_t *boot, void **tl_comm)
 {
-    xc_shm_comm_t *c;
+    xc_shm_comm_t *c = NULL;
     xcoll_status_t st;
     void *ucx = NULL;
     int on;
@@ -942,15 +1015,18 @@ static xcoll_status_t shm_comm_init(const xcoll_bootstrap_t *boot, void **tl_com
     if (tl_comm == NULL)
         return XCOLL_ERR_INVALID_ARG;
     *tl_comm = NULL;
-    /* fails on every rank together, so every rank reaches the exchanges below */
+    /* UCX fails on every rank together or after its exchanges on some:
+     * either way every rank then reaches the first exchange below */
     st = xc_ucx_transport.comm_init(boot, &ucx);
-    if (st != XCOLL_OK)
-        return st;
-    c = calloc(1, sizeof(*c));
-    if (c == NULL) {
+    if (st == XCOLL_OK && (c = calloc(1, sizeof(*c))) == NULL) {
         xc_error("out of memory for a shared-memory communicator");
         xc_ucx_transport.comm_fini(ucx);
-        return XCOLL_ERR_NO_MEMORY;
+        st = XCOLL_ERR_NO_MEMORY;
+    }
+    if (st != XCOLL_OK) {
+        if (boot != NULL && boot->allgather != NULL)
+            join_refusing(boot);
+        return st;
     }
     c->ucx = ucx;
     c->rank = boot->rank;
@@ -1089,6 +1165,20 @@ static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf
         *req = tagged(r);
         return XCOLL_OK;
     }
+    if (u->aborted) {
+        xc_error("rank %d abandoned its message with tag 0x%016llx (a timeout there)", p->rank,
+                 (unsigned long long)tag);
+        if (u == p->cur_unexp) {
+            discard_into(p, r, XCOLL_ERR_TRANSPORT);
+            p->cur_unexp = NULL;
+        } else {
+            complete(r, XCOLL_ERR_TRANSPORT);
+        }
+        free(u->data);
+        free(u);
+        *req = tagged(r);
+        return XCOLL_OK;
+    }
     if (u->rndv) {
         pull(p, r, u->addr, u->cookie);
         free(u);
@@ -1162,8 +1252,8 @@ static xc_shm_peer_t *owner_of(xc_shm_comm_t *c, const xc_shm_req_t *r)
 }
 
 /* Takes r out of the queues and frees it, unless it is half pushed: the
- * receiver expects the rest, so it is pushed empty (the buffer may be
- * gone) and freed then. */
+ * receiver expects the rest, so it is pushed (marked abandoned) and r
+ * freed then. */
 static void drop(xc_shm_comm_t *c, xc_shm_req_t *r)
 {
     xc_shm_peer_t *p;
@@ -1241,18 +1331,18 @@ static void shm_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
 {
     xc_shm_comm_t *c = tl_comm;
     uint64_t now, idle_us;
-    if (c->nlocal == 0) {
+    if (c->nlocal == 0 && g_live == NULL) {
         xc_ucx_transport.idle(c->ucx, idle_rounds, max_wait_us);
         return;
     }
-    if (c->nremote > 0 || g_ucx_pending > 0) {
+    if (c->nlocal == 0 || c->nremote > 0 || g_ucx_pending > 0) {
         /* UCX may sleep on its event fd, which shared memory never
          * signals: keep its sleeps short */
         xc_ucx_transport.idle(c->ucx, idle_rounds, max_wait_us < 50 ? max_wait_us : 50);
         return;
     }
     now = now_ns();
-    if (idle_rounds <= g_last_idle_round)
+    if (idle_rounds <= g_last_idle_round || g_idle_since_ns == 0)
         g_idle_since_ns = now;
     g_last_idle_round = idle_rounds;
     idle_us = (now - g_idle_since_ns) / 1000;

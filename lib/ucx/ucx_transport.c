@@ -744,7 +744,7 @@ static void ucx_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
     (void)tl_comm;
 
     /* a new streak of idle rounds starts the clock again */
-    if (idle_rounds <= g_ucx.last_idle_round)
+    if (idle_rounds <= g_ucx.last_idle_round || g_ucx.idle_since_ns == 0)
         g_ucx.idle_since_ns = now;
     g_ucx.last_idle_round = idle_rounds;
     idle_us = (now - g_ucx.idle_since_ns) / 1000;
