@@ -300,29 +300,26 @@ fi
 
 # --- collectives on device memory --------------------------------------------------------------
 coll=$(prog test/gpu/test_gpu_coll)
+# gpu_coll NAME NP [ARGS...]: one row of test_gpu_coll
+gpu_coll() {
+    name=$1 np=$2
+    shift 2
+    if [ ! -x "$coll" ]; then
+        record "$name" MISSING "not built ($BUILD/test/gpu/test_gpu_coll)"
+        return
+    fi
+    run_check "$name" 150 $mpirun -np "$np" "$coll" "$@"
+    v=$(verdict)
+    note=$(grep -E '^test_gpu_coll:' "$log" | tail -n 1)
+    [ -n "$note" ] || note="no summary line"
+    [ "$v" = FAIL ] && note="$(why_failed): $note"
+    record "$name" "$v" "$note"
+}
 # First on the emulated GPU: needs no device, so a failure here is the MPI
 # runtime or the engine, not CUDA, and it reads apart from the device rows.
-if [ ! -x "$coll" ]; then
-    record "test_gpu_coll --emulate, 2 ranks" MISSING "not built ($BUILD/test/gpu/test_gpu_coll)"
-else
-    run_check "test_gpu_coll --emulate, 2 ranks" 150 $mpirun -np 2 "$coll" --emulate --quick
-    v=$(verdict)
-    note=$(grep -E '^test_gpu_coll:' "$log" | tail -n 1)
-    [ -n "$note" ] || note="no summary line"
-    [ "$v" = FAIL ] && note="$(why_failed): $note"
-    record "test_gpu_coll --emulate, 2 ranks" "$v" "$note"
-fi
+gpu_coll "test_gpu_coll --emulate, 2 ranks" 2 --emulate --quick
 for np in 2 4; do
-    if [ ! -x "$coll" ]; then
-        record "test_gpu_coll, $np ranks" MISSING "not built ($BUILD/test/gpu/test_gpu_coll)"
-        continue
-    fi
-    run_check "test_gpu_coll, $np ranks" 150 $mpirun -np "$np" "$coll"
-    v=$(verdict)
-    note=$(grep -E '^test_gpu_coll:' "$log" | tail -n 1)
-    [ -n "$note" ] || note="no summary line"
-    [ "$v" = FAIL ] && note="$(why_failed): $note"
-    record "test_gpu_coll, $np ranks" "$v" "$note"
+    gpu_coll "test_gpu_coll, $np ranks" "$np"
 done
 
 example=$(prog examples/allreduce_cuda)

@@ -323,14 +323,42 @@ static int cma_read(pid_t pid, void *dst, uint64_t src, size_t len)
 
 /* --- queues --------------------------------------------------------------------- */
 
-static void sendq_add(xc_shm_peer_t *p, xc_shm_req_t *r)
+/* The request queues are singly linked with a tail pointer (last may be
+ * NULL for a queue that is never appended to). */
+static void req_append(xc_shm_req_t **head, xc_shm_req_t **last, xc_shm_req_t *r)
 {
     r->next = NULL;
-    if (p->sendq_last != NULL)
-        p->sendq_last->next = r;
+    if (*last != NULL)
+        (*last)->next = r;
     else
-        p->sendq = r;
-    p->sendq_last = r;
+        *head = r;
+    *last = r;
+}
+
+/* Unlinks *pp, whose predecessor is prev (NULL at the head). */
+static void req_unlink_at(xc_shm_req_t **pp, xc_shm_req_t **last, xc_shm_req_t *prev)
+{
+    xc_shm_req_t *r = *pp;
+    *pp = r->next;
+    if (last != NULL && *last == r)
+        *last = prev;
+}
+
+/* Unlinks r if the queue holds it; 1 if it did. */
+static int req_unlink(xc_shm_req_t **head, xc_shm_req_t **last, const xc_shm_req_t *r)
+{
+    xc_shm_req_t **pp, *prev = NULL;
+    for (pp = head; *pp != NULL; prev = *pp, pp = &(*pp)->next)
+        if (*pp == r) {
+            req_unlink_at(pp, last, prev);
+            return 1;
+        }
+    return 0;
+}
+
+static void sendq_add(xc_shm_peer_t *p, xc_shm_req_t *r)
+{
+    req_append(&p->sendq, &p->sendq_last, r);
 }
 
 /* Answers a RNDV message; the receive r completes with st once the
@@ -371,6 +399,13 @@ static xcoll_status_t truncated(const xc_shm_peer_t *p, uint64_t tag, size_t got
     xc_error("rank %d sent %zu bytes with tag 0x%016llx where %zu were expected", p->rank, got,
              (unsigned long long)tag, want);
     return XCOLL_ERR_TRUNCATED;
+}
+
+static xcoll_status_t abandoned(const xc_shm_peer_t *p, uint64_t tag)
+{
+    xc_error("rank %d abandoned its message with tag 0x%016llx (a timeout there)", p->rank,
+             (unsigned long long)tag);
+    return XCOLL_ERR_TRANSPORT;
 }
 
 /* --- sending: fill free slots from the send queue ----------------------------------- */
@@ -455,15 +490,12 @@ static void discard_into(xc_shm_peer_t *p, xc_shm_req_t *r, xcoll_status_t st)
 static xc_shm_req_t *match_posted(xc_shm_peer_t *p, uint64_t tag)
 {
     xc_shm_req_t **pp, *prev = NULL;
-    for (pp = &p->posted; *pp != NULL; prev = *pp, pp = &(*pp)->next) {
-        xc_shm_req_t *r = *pp;
-        if (r->tag != tag)
-            continue;
-        *pp = r->next;
-        if (p->posted_last == r)
-            p->posted_last = prev;
-        return r;
-    }
+    for (pp = &p->posted; *pp != NULL; prev = *pp, pp = &(*pp)->next)
+        if ((*pp)->tag == tag) {
+            xc_shm_req_t *r = *pp;
+            req_unlink_at(pp, &p->posted_last, prev);
+            return r;
+        }
     return NULL;
 }
 
@@ -563,7 +595,7 @@ static void on_ack(xc_shm_peer_t *p, uint64_t cookie, uint32_t status)
         xc_shm_req_t *r = *pp;
         if (r->cookie != cookie)
             continue;
-        *pp = r->next;
+        req_unlink_at(pp, NULL, NULL);
         if (status != 0)
             xc_error("rank %d could not read the %zu bytes sent to it (tag 0x%016llx)", p->rank,
                      r->len, (unsigned long long)r->tag);
@@ -598,11 +630,9 @@ static int drain(xc_shm_comm_t *c, xc_shm_peer_t *p)
                 (frag < c->payload && frag != p->cur_left)) {
                 bad = 1;
             } else {
-                if (h.status != 0 && p->cur != NULL && !p->cur->discard) {
-                    xc_error("rank %d abandoned its message with tag 0x%016llx (a timeout "
-                             "there)", p->rank, (unsigned long long)p->cur->tag);
-                    discard_into(p, p->cur, XCOLL_ERR_TRANSPORT);
-                } else if (h.status != 0 && p->cur_unexp != NULL) {
+                if (h.status != 0 && p->cur != NULL && !p->cur->discard)
+                    discard_into(p, p->cur, abandoned(p, p->cur->tag));
+                else if (h.status != 0 && p->cur_unexp != NULL) {
                     p->cur_unexp->aborted = 1;
                 }
                 if (p->cur != NULL && !p->cur->discard) {
@@ -755,7 +785,7 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
     hello_t me, *hello = NULL;
     names_t mine, *names = NULL;
     int32_t mapped, *all_mapped = NULL;
-    int on = 0, ok, all_want = 1, local_max = 0;
+    int on = 0, ok, all_want = 1, shared = 0;
     size_t n = (size_t)c->size;
 
     hello = calloc(n, sizeof(*hello));
@@ -802,16 +832,12 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
         if (hello[r].node == me.node)
             c->local_of[r] = c->nlocal++;
     }
-    for (size_t r = 0; r < n; r++) {
-        int k = 0;
-        for (size_t q = 0; q < n; q++)
-            k += hello[q].node == hello[r].node;
-        if (k > local_max)
-            local_max = k;
-    }
+    /* a job of one rank per node gains nothing: does any node hold two? */
+    for (size_t r = 1; r < n && !shared; r++)
+        for (size_t q = 0; q < r && !shared; q++)
+            shared = hello[q].node == hello[r].node;
     c->nremote = c->size - c->nlocal;
-    /* a job of one rank per node gains nothing */
-    if (!all_want || local_max < 2) {
+    if (!all_want || !shared) {
         for (size_t r = 0; r < n && !all_want; r++)
             if (!hello[r].want) {
                 xc_info("shared memory off: rank %zu does not use it (XCOLL_SHM=0 there)", r);
@@ -899,7 +925,7 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
         p->out = ring_in(c, (int)r == c->rank ? c->seg : c->peer_seg[i], c->local_of[c->rank]);
         p->in = ring_in(c, c->seg, i);
     }
-    if (c->seg_bytes > 0 && c->nlocal > sysconf(_SC_NPROCESSORS_ONLN))
+    if (c->nlocal > sysconf(_SC_NPROCESSORS_ONLN))
         g_oversubscribed = 1;
     if (c->cma)
         xc_info("shared memory: %d ranks on this node, %zu-byte slots, messages of %zu B to "
@@ -1062,6 +1088,15 @@ static int by_ucx(const xc_shm_comm_t *c, uint64_t tag, size_t len)
     return len > c->max_len && (tag & XC_TAG_P2P_BIT) == 0;
 }
 
+static int args_ok(const xc_shm_comm_t *c, int peer, void **req)
+{
+    if (c == NULL || req == NULL || peer < 0 || peer >= c->size) {
+        xc_error("shared-memory transport: bad communicator, request pointer or peer %d", peer);
+        return 0;
+    }
+    return 1;
+}
+
 static int local_peer(xc_shm_comm_t *c, int peer)
 {
     return c->nlocal > 0 ? c->local_of[peer] : -1;
@@ -1074,10 +1109,8 @@ static xcoll_status_t shm_isend(void *tl_comm, int peer, uint64_t tag, const voi
     xc_shm_peer_t *p;
     xc_shm_req_t *r;
     int i;
-    if (c == NULL || req == NULL || peer < 0 || peer >= c->size) {
-        xc_error("shared-memory transport: bad communicator, request pointer or peer %d", peer);
+    if (!args_ok(c, peer, req))
         return XCOLL_ERR_INVALID_ARG;
-    }
     if ((i = local_peer(c, peer)) < 0 || by_ucx(c, tag, len))
         return ucx_posted(xc_ucx_transport.isend(c->ucx, peer, tag, buf, len, req), req);
     if (c->broken)
@@ -1114,10 +1147,8 @@ static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf
     xc_shm_req_t *r;
     xcoll_status_t st;
     int i;
-    if (c == NULL || req == NULL || peer < 0 || peer >= c->size) {
-        xc_error("shared-memory transport: bad communicator, request pointer or peer %d", peer);
+    if (!args_ok(c, peer, req))
         return XCOLL_ERR_INVALID_ARG;
-    }
     if ((i = local_peer(c, peer)) < 0 || by_ucx(c, tag, len))
         return ucx_posted(xc_ucx_transport.irecv(c->ucx, peer, tag, buf, len, req), req);
     if (c->broken)
@@ -1137,42 +1168,23 @@ static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf
         if (u->tag == tag)
             break;
     if (u == NULL) {
-        r->next = NULL;
-        if (p->posted_last != NULL)
-            p->posted_last->next = r;
-        else
-            p->posted = r;
-        p->posted_last = r;
+        req_append(&p->posted, &p->posted_last, r);
         *req = tagged(r);
         return XCOLL_OK;
     }
     *up = u->next;
     if (p->unexp_last == u)
         p->unexp_last = prev;
-    if (u->len != len) {
-        st = truncated(p, tag, u->len, len);
-        /* reported by test(), as a later match would be */
-        if (u->rndv)
+    if (u->len != len || u->aborted) {
+        /* refused: reported by test(), as a later match would be */
+        st = u->len != len ? truncated(p, tag, u->len, len) : abandoned(p, tag);
+        if (u->rndv) {
             queue_ack(p, u->cookie, 0, r, st);
-        else if (u == p->cur_unexp)
+        } else if (u == p->cur_unexp) {
             discard_into(p, r, st);
-        else
-            complete(r, st);
-        if (u == p->cur_unexp)
-            p->cur_unexp = NULL;
-        free(u->data);
-        free(u);
-        *req = tagged(r);
-        return XCOLL_OK;
-    }
-    if (u->aborted) {
-        xc_error("rank %d abandoned its message with tag 0x%016llx (a timeout there)", p->rank,
-                 (unsigned long long)tag);
-        if (u == p->cur_unexp) {
-            discard_into(p, r, XCOLL_ERR_TRANSPORT);
             p->cur_unexp = NULL;
         } else {
-            complete(r, XCOLL_ERR_TRANSPORT);
+            complete(r, st);
         }
         free(u->data);
         free(u);
@@ -1205,50 +1217,15 @@ static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf
     return XCOLL_OK;
 }
 
-/* Unlinks r from wherever it waits in p. */
-static void forget(xc_shm_peer_t *p, xc_shm_req_t *r)
+/* Unlinks r from wherever it waits in p; 1 if p held it. */
+static int forget(xc_shm_peer_t *p, const xc_shm_req_t *r)
 {
-    xc_shm_req_t **pp, *prev = NULL;
     if (p->cur == r) {
         p->cur = NULL; /* its remaining slots are discarded */
-        return;
+        return 1;
     }
-    for (pp = &p->posted; *pp != NULL; prev = *pp, pp = &(*pp)->next)
-        if (*pp == r) {
-            *pp = r->next;
-            if (p->posted_last == r)
-                p->posted_last = prev;
-            return;
-        }
-    for (pp = &p->rndv_wait; *pp != NULL; pp = &(*pp)->next)
-        if (*pp == r) {
-            *pp = r->next;
-            return;
-        }
-    prev = NULL;
-    for (pp = &p->sendq; *pp != NULL; prev = *pp, pp = &(*pp)->next)
-        if (*pp == r) {
-            *pp = r->next;
-            if (p->sendq_last == r)
-                p->sendq_last = prev;
-            return;
-        }
-}
-
-/* The peer whose queues hold r, or NULL. */
-static xc_shm_peer_t *owner_of(xc_shm_comm_t *c, const xc_shm_req_t *r)
-{
-    for (int i = 0; i < c->nlocal; i++) {
-        xc_shm_peer_t *q = &c->peers[i];
-        const xc_shm_req_t *lists[3] = { q->sendq, q->posted, q->rndv_wait };
-        if (q->cur == r)
-            return q;
-        for (int l = 0; l < 3; l++)
-            for (const xc_shm_req_t *x = lists[l]; x != NULL; x = x->next)
-                if (x == r)
-                    return q;
-    }
-    return NULL;
+    return req_unlink(&p->posted, &p->posted_last, r) ||
+           req_unlink(&p->rndv_wait, NULL, r) || req_unlink(&p->sendq, &p->sendq_last, r);
 }
 
 /* Takes r out of the queues and frees it, unless it is half pushed: the
@@ -1256,18 +1233,19 @@ static xc_shm_peer_t *owner_of(xc_shm_comm_t *c, const xc_shm_req_t *r)
  * freed then. */
 static void drop(xc_shm_comm_t *c, xc_shm_req_t *r)
 {
-    xc_shm_peer_t *p;
     if (r->acking) {
         r->orphan = 1; /* its ACK, still queued, frees it */
         return;
     }
-    p = owner_of(c, r);
-    if (p != NULL && p->sendq == r && r->kind == REQ_SEND && !r->rndv && r->done > 0) {
-        r->orphan = 1;
-        return;
+    for (int i = 0; i < c->nlocal; i++) {
+        xc_shm_peer_t *p = &c->peers[i];
+        if (p->sendq == r && r->kind == REQ_SEND && !r->rndv && r->done > 0) {
+            r->orphan = 1;
+            return;
+        }
+        if (forget(p, r))
+            break;
     }
-    if (p != NULL)
-        forget(p, r);
     req_free(r);
 }
 
