@@ -68,6 +68,7 @@ typedef enum {
     C_GATHER,
     C_SCATTER,
     C_SENDRECV,
+    C_BARRIER,  /* no data: one row, size 0 */
     C_COUNT
 } coll_t;
 
@@ -89,6 +90,7 @@ static const coll_info_t colls[C_COUNT] = {
     [C_GATHER] = {"gather", 0, 1, 1, 1},
     [C_SCATTER] = {"scatter", 0, 1, 1, 1},
     [C_SENDRECV] = {"sendrecv", 0, 0, 0, 0},
+    [C_BARRIER] = {"barrier", 0, 0, 0, 0},
 };
 
 static double bus_factor(coll_t c, int n)
@@ -128,7 +130,8 @@ static void usage(FILE *f)
         "usage: mpirun -np N xcoll-perf [options]\n"
         "Times xcoll's collectives over a range of sizes, in nccl-tests' columns.\n"
         "  -C, --coll LIST        allreduce allgather reduce_scatter bcast reduce alltoall\n"
-        "                         gather scatter sendrecv, comma-separated, or all\n"
+        "                         gather scatter sendrecv barrier, comma-separated, or\n"
+        "                         all (barrier: one row, no data)\n"
         "                         (default allreduce)\n"
         "  -b, --minbytes SIZE    smallest size (K, M, G suffixes; default 8)\n"
         "  -e, --maxbytes SIZE    largest size (default 64M)\n"
@@ -491,6 +494,7 @@ static xcoll_status_t call_xcoll(const call_t *c)
         xcoll_status_t st3 = sq ? xcoll_wait(&sq) : XCOLL_OK;
         return st != XCOLL_OK ? st : st2 != XCOLL_OK ? st2 : st3;
     }
+    case C_BARRIER: return xcoll_barrier(comm);
     default: return XCOLL_ERR_INVALID_ARG;
     }
 }
@@ -530,6 +534,7 @@ static int call_mpi(const call_t *c)
         return MPI_Sendrecv(sbuf, n, t, (rank + 1) % nranks, SENDRECV_TAG, rbuf, n, t,
                             (rank + nranks - 1) % nranks, SENDRECV_TAG, MPI_COMM_WORLD,
                             MPI_STATUS_IGNORE);
+    case C_BARRIER: return MPI_Barrier(MPI_COMM_WORLD);
     default: return MPI_ERR_ARG;
     }
 }
@@ -1131,7 +1136,7 @@ static size_t sweep_sizes(const opts_t *o, size_t *out, size_t cap)
 /* The count argument for a size, and the size actually moved. */
 static size_t count_for(coll_t c, size_t size, size_t es, size_t *bytes)
 {
-    size_t count = size / es;
+    size_t count = c == C_BARRIER ? 0 : size / es;
     if (colls[c].blocked)
         count /= (size_t)nranks;
     *bytes = count * es * (colls[c].blocked ? (size_t)nranks : 1);
@@ -1287,7 +1292,7 @@ static int measure(const opts_t *o, const call_t *c, size_t bytes, block_t *xb, 
     double tx = 0, tm = 0, factor = bus_factor(c->coll, nranks);
     xcoll_status_t st = XCOLL_OK;
     int mrc = MPI_SUCCESS, iters = o->iters, warmup = o->warmup;
-    if (o->budget > 0) {
+    if (o->budget > 0 && bytes > 0) { /* a barrier moves nothing: no budget to spend */
         size_t calls = o->budget / (bytes * (size_t)o->agg);
         iters = calls < 2 ? 2 : calls < (size_t)iters ? (int)calls : iters;
         size_t w = calls / 5 < 1 ? 1 : calls / 5;
@@ -1398,8 +1403,12 @@ static int run_sweep(const opts_t *o, const size_t *sizes, size_t nsizes)
                         size_t es = xcoll_dtype_size(dt), last = 0;
                         for (size_t si = 0; si < nsizes; si++) {
                             size_t bytes, count = count_for(c, sizes[si], es, &bytes);
-                            if (count == 0 || bytes == last)
+                            if (c == C_BARRIER) {
+                                if (si > 0)
+                                    continue; /* sizes mean nothing to it */
+                            } else if (count == 0 || bytes == last) {
                                 continue;
+                            }
                             last = bytes;
                             if (pass == 0) {
                                 total_rows++;

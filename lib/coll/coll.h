@@ -88,6 +88,8 @@ xcoll_status_t binomial_reduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t binomial_gather_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t binomial_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 /* linear.c */
+xcoll_status_t linear_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t linear_reduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t linear_gather_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t linear_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 /* pairwise.c */
@@ -118,6 +120,28 @@ xcoll_status_t tree_barrier_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t hier_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t hier_alltoall_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t hier_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+
+/* direct.c: one step, every rank straight to every rank that needs its
+ * data; reductions in rank order (bit-identical on every rank). They
+ * decline above XC_DIRECT_MAX_RANKS ranks. */
+#define XC_DIRECT_MAX_RANKS 64
+xcoll_status_t direct_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t direct_reduce_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t direct_allgather_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t direct_barrier_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* The inputs of a rank-order reduction over P ranks: in[k] is where rank
+ * k's input will be (scratch slots, allocated here), got[k] = -1 (the
+ * caller sets the receives). This rank's own (me) stays at `mine`, or in
+ * place is copied to its slot first, since the reduction overwrites it.
+ * Returns that copy's step, or -1. */
+int xc_rank_order_inputs(xc_sched_t *s, int P, int me, int in_place, xc_ref_t mine,
+                         size_t bytes, xc_ref_t *in, int *got);
+/* Receives every other rank's input into its slot (from me - 1, me - 2,
+ * ...: the order the direct sends go out in), then dst = in[0] op in[1]
+ * op ... op in[P-1] (P >= 2) from the left, the first write to dst after
+ * `after`; divides for AVG. */
+void xc_receive_and_reduce(xc_sched_t *s, int P, int me, const xc_ref_t *in, int *got,
+                           size_t bytes, xc_ref_t dst, int after);
 
 /* select.c: every algorithm, and the choice for one call. */
 extern const xc_algo_t xc_algorithms[];

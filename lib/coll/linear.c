@@ -1,7 +1,51 @@
-/* Linear gather and scatter: the root exchanges one message with every
- * other rank. One step of latency and no forwarding, at the price of the
- * root's link carrying everything; good for small counts or few ranks. */
+/* Linear bcast, reduce, gather and scatter: the root exchanges one
+ * message with every other rank. One step of latency and no forwarding,
+ * at the price of the root's link carrying everything; good for small
+ * counts or few ranks. */
 #include "coll.h"
+
+/* The root sends the whole buffer to every other rank. */
+xcoll_status_t linear_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const size_t bytes = a->count * s->dsize;
+    int k;
+
+    if (a->rank != a->root) {
+        xc_recv(s, a->root, XC_AT_RECV(0), bytes, XC_NODEPS);
+        return s->err;
+    }
+    for (k = 1; k < a->size; k++)
+        xc_send(s, (a->root + k) % a->size, XC_AT_RECV(0), bytes, XC_NODEPS);
+    return s->err;
+}
+
+/* Every other rank sends its vector to the root, which combines the P
+ * inputs in rank order (x0 op x1 op ... from the left), as the direct
+ * allreduce does. Scratch on the root: P-1 vectors (P in place). Declines
+ * above XC_DIRECT_MAX_RANKS ranks. */
+xcoll_status_t linear_reduce_schedule(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const int P = a->size, root = a->root;
+    const size_t bytes = a->count * s->dsize;
+    xc_ref_t in[XC_DIRECT_MAX_RANKS];
+    int got[XC_DIRECT_MAX_RANKS], mine;
+
+    if (P > XC_DIRECT_MAX_RANKS)
+        return XCOLL_ERR_UNSUPPORTED;
+    if (a->rank != root) {
+        xc_send(s, root, XC_AT_SEND(0), bytes, XC_NODEPS);
+        return s->err;
+    }
+    if (P == 1 && !a->in_place)
+        xc_copy(s, XC_AT_SEND(0), XC_AT_RECV(0), bytes, XC_NODEPS);
+    if (P == 1)
+        return s->err;
+    /* in place the input is in RECV, which the first reduction overwrites */
+    mine = xc_rank_order_inputs(s, P, root, a->in_place,
+                                a->in_place ? XC_AT_RECV(0) : XC_AT_SEND(0), bytes, in, got);
+    xc_receive_and_reduce(s, P, root, in, got, bytes, XC_AT_RECV(0), mine);
+    return s->err;
+}
 
 xcoll_status_t linear_gather_schedule(xc_sched_t *s, const xc_coll_args_t *a)
 {

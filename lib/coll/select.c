@@ -26,22 +26,27 @@ const xc_algo_t xc_algorithms[] = {
     {"reduce_bcast", XC_COLL_ALLREDUCE, reduce_bcast_allreduce_schedule},
     {"dbtree", XC_COLL_ALLREDUCE, dbtree_allreduce_schedule},
     {"hier", XC_COLL_ALLREDUCE, hier_allreduce_schedule},
+    {"direct", XC_COLL_ALLREDUCE, direct_allreduce_schedule},
 
     {"binomial", XC_COLL_BCAST, binomial_bcast_schedule},
     {"chain", XC_COLL_BCAST, chain_bcast_schedule},
     {"scatter_allgather", XC_COLL_BCAST, scatter_allgather_bcast_schedule},
     {"dbtree", XC_COLL_BCAST, dbtree_bcast_schedule},
     {"hier", XC_COLL_BCAST, hier_bcast_schedule},
+    {"linear", XC_COLL_BCAST, linear_bcast_schedule},
 
     {"binomial", XC_COLL_REDUCE, binomial_reduce_schedule},
     {"rsg", XC_COLL_REDUCE, rsg_reduce_schedule},
+    {"linear", XC_COLL_REDUCE, linear_reduce_schedule},
 
     {"ring", XC_COLL_ALLGATHER, ring_allgather_schedule},
     {"recdbl", XC_COLL_ALLGATHER, recdbl_allgather_schedule},
     {"bruck", XC_COLL_ALLGATHER, bruck_allgather_schedule},
+    {"direct", XC_COLL_ALLGATHER, direct_allgather_schedule},
 
     {"ring", XC_COLL_REDUCE_SCATTER, ring_reduce_scatter_schedule},
     {"rechalving", XC_COLL_REDUCE_SCATTER, rechalving_reduce_scatter_schedule},
+    {"direct", XC_COLL_REDUCE_SCATTER, direct_reduce_scatter_schedule},
 
     {"pairwise", XC_COLL_ALLTOALL, pairwise_alltoall_schedule},
     {"bruck", XC_COLL_ALLTOALL, bruck_alltoall_schedule},
@@ -55,6 +60,7 @@ const xc_algo_t xc_algorithms[] = {
 
     {"dissemination", XC_COLL_BARRIER, dissemination_barrier_schedule},
     {"tree", XC_COLL_BARRIER, tree_barrier_schedule},
+    {"direct", XC_COLL_BARRIER, direct_barrier_schedule},
 };
 const size_t xc_num_algorithms = sizeof(xc_algorithms) / sizeof(xc_algorithms[0]);
 

@@ -20,15 +20,19 @@
 const char xc_tune_defaults[] =
     "allreduce:0-4k:recdbl|ring,4k-16k:dbtree|ring,16k-64k:ring,64k-256k:dbtree|ring,"
     "256k-inf:rabenseifner|ring\n"
+    "allreduce@3-8:0-1k:direct|recdbl\n"
     "bcast:0-1m:binomial,1m-inf:chain|binomial\n"
     "reduce:0-inf:binomial\n"
     "allgather:0-4k:recdbl|ring,4k-16k:ring,16k-inf:recdbl|ring\n"
+    "allgather@3-8:0-16k:direct|ring\n"
     "reduce_scatter:0-8k:rechalving|ring,8k-inf:ring\n"
     "reduce_scatter@5-inf:8k-256k:rechalving|ring\n"
+    "reduce_scatter@3-8:0-16k:direct|rechalving\n"
     "alltoall:0-1k:bruck|pairwise,1k-inf:pairwise\n"
     "gather:0-1k:binomial|linear,1k-inf:linear\n"
     "scatter:0-inf:linear|binomial\n"
-    "barrier:0-inf:dissemination|tree\n";
+    "barrier:0-inf:dissemination|tree\n"
+    "barrier@3-8:0-inf:direct|dissemination\n";
 
 /* ------------------------------------------------------------------ parser */
 

@@ -5,6 +5,7 @@
 
 #include "comm.h"
 #include "log.h"
+#include "pool.h"
 #include "tag.h"
 #include "topo.h"
 #include "../coll/tune.h"
@@ -267,6 +268,10 @@ xcoll_status_t xcoll_comm_size(xcoll_comm_t comm, int *size)
 void xc_sched_release(xc_cached_sched_t *cs)
 {
     if (cs != NULL && --cs->refs == 0) {
+        if (cs->spare != NULL) {
+            xc_exec_fini(&cs->spare->exec);
+            xc_block_put(cs->spare);
+        }
         xc_sched_fini(&cs->sched);
         free(cs);
     }
@@ -280,11 +285,20 @@ xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
     int i, victim = 0;
 
     comm->cache_clock++;
+    /* a loop calls one shape again and again: try the last hit first */
+    cs = comm->cache[comm->cache_last];
+    if (cs != NULL && memcmp(cs->key, key, sizeof(cs->key)) == 0) {
+        cs->last_use = comm->cache_clock;
+        cs->refs++;
+        *out = cs;
+        return XCOLL_OK;
+    }
     for (i = 0; i < XC_SCHED_CACHE_SIZE; i++) {
         cs = comm->cache[i];
         if (cs != NULL && memcmp(cs->key, key, sizeof(cs->key)) == 0) {
             cs->last_use = comm->cache_clock;
             cs->refs++;
+            comm->cache_last = i;
             *out = cs;
             return XCOLL_OK;
         }
@@ -316,6 +330,7 @@ xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
     cs->refs = 2;
     cs->last_use = comm->cache_clock;
     comm->cache[victim] = cs;
+    comm->cache_last = victim;
     *out = cs;
     return XCOLL_OK;
 }

@@ -14,6 +14,9 @@ typedef struct xc_cached_sched {
     uint64_t last_use;
     int declined;           /* the table hands these calls to the caller: no sched */
     char why[192];          /* the selection rule that chose sched.algo, for logs */
+    /* A finished request of this schedule kept for the next call of the
+     * same shape (request.c); it holds no reference. */
+    struct xcoll_request_s *spare;
 } xc_cached_sched_t;
 
 #define XC_SCHED_CACHE_SIZE 32
@@ -32,6 +35,7 @@ struct xcoll_comm_s {
     unsigned outstanding;   /* requests not yet freed */
     xc_cached_sched_t *cache[XC_SCHED_CACHE_SIZE];
     uint64_t cache_clock;
+    int cache_last;         /* index of the last hit, tried first */
     /* xcoll_declines' answers, direct-mapped by the call's shape */
     struct {
         uint64_t key[2]; /* 0: empty */

@@ -52,11 +52,32 @@ static uint64_t tag_for(const xc_exec_t *x, const xc_step_t *st, int src)
 
 static xcoll_status_t exec_use_gpu(xc_exec_t *x, const xc_exec_device_t *dev);
 
+/* Every step waiting on its dependencies again, nothing done or sent. */
+static void reset_run(xc_exec_t *x)
+{
+    const xc_sched_t *s = x->sched;
+    xc_exec_work_t *w = work_of(x);
+    uint32_t i;
+    w->ready_head = w->ready_tail = w->nrunning = 0;
+    for (i = 0; i < s->nsteps; i++) {
+        w->pending[i] = s->steps[i].ndeps;
+        if (w->pending[i] == 0)
+            w->ready[w->ready_tail++] = i;
+    }
+    memset(x->state, XC_STATE_WAITING, s->nsteps);
+    x->ndone = 0;
+    x->status = XCOLL_OK;
+    x->msgs_sent = x->bytes_sent = 0;
+    x->max_send = 0;
+    x->is_p2p = 0;
+    x->user_tag = 0;
+}
+
 xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf, void *recvbuf,
                             const xc_transport_t *tl, void *tl_comm, uint32_t comm_id,
                             uint32_t seq, const xc_exec_device_t *dev)
 {
-    size_t n = sched->nsteps, i;
+    size_t n = sched->nsteps;
     xc_exec_work_t *w;
     char *mem;
 
@@ -102,12 +123,7 @@ xcoll_status_t xc_exec_init(xc_exec_t *x, const xc_sched_t *sched, void *sendbuf
     w->running = (uint32_t *)mem;
     mem += n * sizeof(uint32_t);
     x->state = (uint8_t *)mem;
-    for (i = 0; i < n; i++) {
-        w->pending[i] = sched->steps[i].ndeps;
-        if (w->pending[i] == 0)
-            w->ready[w->ready_tail++] = (uint32_t)i;
-    }
-    x->status = XCOLL_OK;
+    reset_run(x);
     if (dev != NULL) {
         xcoll_status_t rc = exec_use_gpu(x, dev);
         if (rc != XCOLL_OK) {
@@ -968,6 +984,20 @@ void xc_exec_cancel(xc_exec_t *x)
     w->ready_head = w->ready_tail;
     if (x->status == XCOLL_OK && x->ndone != x->sched->nsteps)
         x->status = XCOLL_ERR_TIMEOUT;
+}
+
+int xc_exec_reusable(const xc_exec_t *x)
+{
+    return x->state_mem != NULL && x->gpu == NULL && x->lstage == NULL && x->gate == NULL &&
+           x->status == XCOLL_OK && x->ndone == x->sched->nsteps;
+}
+
+void xc_exec_rerun(xc_exec_t *x, void *sendbuf, void *recvbuf, uint32_t seq)
+{
+    x->buf[XC_BUF_SEND] = sendbuf;
+    x->buf[XC_BUF_RECV] = recvbuf;
+    x->seq = seq;
+    reset_run(x);
 }
 
 void xc_exec_fini(xc_exec_t *x)

@@ -92,6 +92,15 @@ void xc_exec_log_pending(const xc_exec_t *x, const char *what);
 /* Abandons every operation in flight. */
 void xc_exec_cancel(xc_exec_t *x);
 
+/* 1 if x may run its schedule again through xc_exec_rerun: a host exec
+ * without layouts that finished every step without error. */
+int xc_exec_reusable(const xc_exec_t *x);
+
+/* Runs a reusable exec's schedule again on other buffers, keeping its
+ * memory (state and scratch): what xc_exec_init would give, without the
+ * allocations, for the loop that calls one shape again and again. */
+void xc_exec_rerun(xc_exec_t *x, void *sendbuf, void *recvbuf, uint32_t seq);
+
 void xc_exec_fini(xc_exec_t *x);
 
 #endif

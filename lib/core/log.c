@@ -9,18 +9,18 @@
 #include "log.h"
 
 int xc_log_level = XC_LOG_WARN;
-static int log_ready;
+int xc_log_ready;
 static int log_rank = -1;
 
 static const char *level_names[] = {"error", "warn", "info", "debug", "trace"};
 
-void xc_log_init(void)
+void xc_log_read_env(void)
 {
     const char *env, *rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
     size_t i;
-    if (log_ready)
+    if (xc_log_ready)
         return;
-    log_ready = 1;
+    xc_log_ready = 1;
     env = getenv("XCOLL_LOG");
     if (env != NULL && *env != '\0') {
         int found = 0;

@@ -14,8 +14,15 @@ typedef enum {
 /* The active level; cheap enough to test before formatting. */
 extern int xc_log_level;
 
-/* Reads XCOLL_LOG once; later calls do nothing. */
-void xc_log_init(void);
+/* Reads XCOLL_LOG once; later calls cost a test (every call of the API
+ * makes one). */
+extern int xc_log_ready;
+void xc_log_read_env(void);
+static inline void xc_log_init(void)
+{
+    if (!xc_log_ready)
+        xc_log_read_env();
+}
 
 /* The rank printed in the prefix: the launcher's world rank when it exports
  * one, else the rank in the first communicator created. */

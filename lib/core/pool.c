@@ -2,8 +2,7 @@
  * spends ~0.1-0.2 us of its ~0.6 us in malloc and free. A few blocks, each
  * at most XC_SPARE_MAX_BYTES, are kept per process (xcoll is single
  * threaded: see request.c's active list); a block remembers its capacity
- * in a header in front of it. Under AddressSanitizer nothing is kept, so
- * every use after free is still caught. */
+ * in a header in front of it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +10,6 @@
 #include "pool.h"
 
 #define XC_SPARE_BLOCKS 12
-#if defined(__SANITIZE_ADDRESS__)
-#define XC_POOL_ENABLED 0
-#else
-#define XC_POOL_ENABLED 1
-#endif
 #define XC_SPARE_MAX_BYTES ((size_t)64 * 1024)
 #define XC_BLOCK_HEADER 16 /* keeps the block 16-byte aligned, as malloc's */
 

@@ -5,6 +5,14 @@
 
 #include <stddef.h>
 
+/* Under AddressSanitizer nothing is recycled (blocks, finished requests),
+ * so every use after free is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define XC_POOL_ENABLED 0
+#else
+#define XC_POOL_ENABLED 1
+#endif
+
 /* A block of at least `bytes`, zeroed if `zero`; NULL when out of memory. */
 void *xc_block_get(size_t bytes, int zero);
 

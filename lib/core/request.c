@@ -145,17 +145,32 @@ static xcoll_status_t order_on_stream(struct xcoll_request_s *r, void *stream)
     return rc;
 }
 
+static xcoll_status_t activate(xcoll_comm_t comm, xc_cached_sched_t *cs, const char *what,
+                               const xc_request_bufs_t *bufs, int p2p_tag,
+                               struct xcoll_request_s *r, xcoll_request_t *req);
+
 xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const char *what,
                                const xc_request_bufs_t *bufs, int p2p_tag, void *stream,
                                xcoll_request_t *req)
 {
     const int layouts = bufs->send_layout != NULL || bufs->recv_layout != NULL;
-    struct xcoll_request_s *r = xc_block_get(sizeof(struct xcoll_request_s), 1);
+    struct xcoll_request_s *r;
     xcoll_status_t rc;
     uint32_t seq = p2p_tag < 0 ? comm->seq++ : 0;
     xc_exec_device_t dev;
     int on_gpu = 0;
 
+    if (cs->spare != NULL && !layouts && stream == NULL &&
+        (xc_gpu() == NULL || comm->memory == XCOLL_MEMORY_HOST)) {
+        /* the last call of this shape left its request: same schedule,
+         * same scratch, only the buffers and the sequence number change */
+        r = cs->spare;
+        cs->spare = NULL;
+        xc_exec_rerun(&r->exec, (void *)(uintptr_t)bufs->send, bufs->recv, seq);
+        r->done = 0;
+        return activate(comm, cs, what, bufs, p2p_tag, r, req);
+    }
+    r = xc_block_get(sizeof(struct xcoll_request_s), 1);
     if (r == NULL) {
         xc_error("%s: out of memory for a request", what);
         xc_sched_release(cs);
@@ -192,6 +207,14 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
             comm->failed = 1; /* the others consumed this sequence number */
         return rc;
     }
+    return activate(comm, cs, what, bufs, p2p_tag, r, req);
+}
+
+/* A request whose exec is bound: onto the active list, and started. */
+static xcoll_status_t activate(xcoll_comm_t comm, xc_cached_sched_t *cs, const char *what,
+                               const xc_request_bufs_t *bufs, int p2p_tag,
+                               struct xcoll_request_s *r, xcoll_request_t *req)
+{
     if (p2p_tag >= 0) {
         r->exec.is_p2p = 1;
         r->exec.user_tag = (uint32_t)p2p_tag;
@@ -208,7 +231,7 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
         active_head->prev_active = r;
     active_head = r;
     comm->outstanding++;
-    xc_debug("%s seq %u posted: algorithm %s, %u steps", what, seq, cs->sched.algo,
+    xc_debug("%s seq %u posted: algorithm %s, %u steps", what, r->exec.seq, cs->sched.algo,
              cs->sched.nsteps);
     /* start what can start now: receives get posted before data arrives */
     progress_one(r);
@@ -249,6 +272,14 @@ static xcoll_status_t release(xcoll_request_t *req)
     struct xcoll_request_s *r = *req;
     xcoll_status_t st = r->status;
     r->comm->outstanding--;
+    if (XC_POOL_ENABLED && st == XCOLL_OK && r->cs->spare == NULL && xc_exec_reusable(&r->exec)) {
+        /* kept for the next call of this shape (xc_request_post); the
+         * schedule frees it if it goes first */
+        r->cs->spare = r;
+        xc_sched_release(r->cs);
+        *req = NULL;
+        return st;
+    }
     xc_exec_fini(&r->exec);
     xc_sched_release(r->cs);
     xc_block_put(r);
@@ -296,9 +327,10 @@ xcoll_status_t xcoll_wait(xcoll_request_t *req)
             continue;
         }
         idle++;
-        /* every 16th idle round: spinning rounds are ~0.1 us, sleeping ones
-         * at most 2 ms, so the timeout still fires within ~32 ms */
-        if (idle % 16 == 1 && check_timeout(r, xc_now()))
+        /* every 16th idle round, not the first: spinning rounds are ~0.1 us,
+         * sleeping ones at most 2 ms, so the timeout still fires within
+         * ~32 ms, and a wait shorter than 16 rounds never reads the clock */
+        if (idle % 16 == 0 && check_timeout(r, xc_now()))
             break;
         r->comm->tl->idle(r->comm->tl_comm, idle, 2000);
     }

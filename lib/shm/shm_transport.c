@@ -11,13 +11,17 @@
  * Layout. Every rank owns one segment per communicator holding the rings
  * its node's ranks (itself included) send into, one ring per sender:
  *
- *   ring   head   (sender writes)       own 128-byte line
- *          tail   (receiver writes)     own 128-byte line
- *          slots  [XC_SHM_SLOTS]        64-byte header + payload
+ *   ring   tail   (receiver writes)     own 128-byte line
+ *          slots  [XC_SHM_SLOTS]        64-byte header + payload, each
+ *                                       starting a 128-byte line pair
  *
- * The sender fills a slot, then release-stores head; the receiver
- * acquire-loads head, consumes the slot, release-stores tail. One writer
- * per line, no atomics beyond load/store. A message is one slot
+ * The sender fills a slot, then release-stores its seq (the slot's index
+ * in the ring's life, plus one); the receiver acquire-loads the seq of
+ * the next slot it expects, consumes the slot, release-stores tail. The
+ * flag travels in the line it announces, so a small message costs the
+ * receiver one line pair from the sender's cache, not a head line first
+ * and the slot after it; the sender reads tail only when the ring looks
+ * full. One writer per line at a time, no atomics beyond load/store. A message is one slot
  * (XC_SHM_FIRST with the whole message) or consecutive slots (FIRST, then
  * XC_SHM_MORE). With XCOLL_SHM_CMA_MIN set, a message from that size is
  * one XC_SHM_RNDV slot naming the sender's buffer instead, which the
@@ -27,7 +31,7 @@
  * their tag, as UCX's tag matching does.
  *
  * Nothing read from shared memory is trusted: a slot's kind, lengths and
- * the ring's head are checked before use, and a peer's garbage fails this
+ * seq are checked before use, and a peer's garbage fails this
  * rank's transfers with an error, never a write outside its buffers.
  *
  * Setup is collective (three bootstrap allgathers) and all or nothing: the
@@ -71,16 +75,16 @@ typedef struct {
     uint32_t kind;
     uint32_t status;    /* ACK: 1 when the receiver could not read; MORE: 1
                          * when the sender abandoned the message */
-    uint32_t pad_[5];
+    uint32_t pad0_;
+    _Atomic uint64_t seq; /* written last: the slot's ring index + 1 */
+    uint64_t pad1_;
 } xc_shm_slot_t;
 
 _Static_assert(sizeof(xc_shm_slot_t) == XC_SHM_HDR, "slot header is one line");
 
 typedef struct {
-    _Atomic uint64_t head;
-    char pad0_[XC_SHM_LINE - sizeof(uint64_t)];
     _Atomic uint64_t tail;
-    char pad1_[XC_SHM_LINE - sizeof(uint64_t)];
+    char pad_[XC_SHM_LINE - sizeof(uint64_t)];
 } xc_shm_ring_t; /* slots follow */
 
 typedef enum { REQ_SEND, REQ_RECV, REQ_ACK } req_kind_t;
@@ -146,7 +150,7 @@ typedef struct xc_shm_comm {
     xc_shm_peer_t *peers;      /* [nlocal] */
     void *seg;                 /* mine */
     void **peer_seg;           /* [nlocal] mapped */
-    size_t seg_bytes, ring_bytes, payload;
+    size_t seg_bytes, ring_bytes, slot_bytes, payload;
     size_t max_len;            /* longer messages go to UCX */
     int cma;
     int broken;                /* a peer wrote garbage: fail from here on */
@@ -235,8 +239,7 @@ static size_t payload_for(int nlocal)
 
 static xc_shm_slot_t *slot_at(const xc_shm_comm_t *c, xc_shm_ring_t *r, uint64_t i)
 {
-    return (xc_shm_slot_t *)((char *)(r + 1) +
-                             (size_t)(i % XC_SHM_SLOTS) * (XC_SHM_HDR + c->payload));
+    return (xc_shm_slot_t *)((char *)(r + 1) + (size_t)(i % XC_SHM_SLOTS) * c->slot_bytes);
 }
 
 static xc_shm_ring_t *ring_in(const xc_shm_comm_t *c, void *seg, int from)
@@ -446,7 +449,7 @@ static int push(xc_shm_comm_t *c, xc_shm_peer_t *p)
             r->done += n;
         }
         p->out_head++;
-        atomic_store_explicit(&p->out->head, p->out_head, memory_order_release);
+        atomic_store_explicit(&s->seq, p->out_head, memory_order_release);
         events++;
         if (r->kind == REQ_SEND && !r->rndv && r->done < r->len)
             continue; /* the rest of this message next */
@@ -608,17 +611,21 @@ static void on_ack(xc_shm_peer_t *p, uint64_t cookie, uint32_t status)
 static int drain(xc_shm_comm_t *c, xc_shm_peer_t *p)
 {
     int events = 0;
-    uint64_t head = atomic_load_explicit(&p->in->head, memory_order_acquire);
-    if (head - p->in_tail > XC_SHM_SLOTS) {
-        fail_comm(c, p->rank, "ring head out of range");
-        return 0;
-    }
-    while (p->in_tail != head) {
-        const xc_shm_slot_t *s = slot_at(c, p->in, p->in_tail);
+    for (;;) {
+        xc_shm_slot_t *s = slot_at(c, p->in, p->in_tail);
         const unsigned char *payload = (const unsigned char *)(s + 1);
+        uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         xc_shm_slot_t h;
         uint32_t kind, frag;
         int bad = 0;
+        if (seq != p->in_tail + 1) {
+            /* not filled yet: the slot still holds the lap before (or
+             * nothing, in the first lap); anything else is garbage */
+            uint64_t before = p->in_tail >= XC_SHM_SLOTS ? p->in_tail + 1 - XC_SHM_SLOTS : 0;
+            if (seq != before)
+                fail_comm(c, p->rank, "a slot sequence number out of range");
+            return events;
+        }
         /* the header is read once: what was checked is what is used */
         memcpy(&h, s, sizeof(h));
         kind = h.kind;
@@ -847,7 +854,10 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
         goto off;
     }
     c->payload = payload_for(c->nlocal);
-    c->ring_bytes = sizeof(xc_shm_ring_t) + XC_SHM_SLOTS * (XC_SHM_HDR + c->payload);
+    /* slots start line pairs: the header and the payload's first line
+     * come over together */
+    c->slot_bytes = (XC_SHM_HDR + c->payload + XC_SHM_LINE - 1) / XC_SHM_LINE * XC_SHM_LINE;
+    c->ring_bytes = sizeof(xc_shm_ring_t) + XC_SHM_SLOTS * c->slot_bytes;
     c->seg_bytes = (size_t)c->nlocal * c->ring_bytes;
 
     memset(&mine, 0, sizeof(mine));
@@ -1317,6 +1327,13 @@ static void shm_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
         /* UCX may sleep on its event fd, which shared memory never
          * signals: keep its sleeps short */
         xc_ucx_transport.idle(c->ucx, idle_rounds, max_wait_us < 50 ? max_wait_us : 50);
+        return;
+    }
+    /* a short wait with a core of its own spins without reading the
+     * clock (~30 ns a read here): the message it waits for is then seen
+     * sooner; the idle streak's clock starts at round 32 */
+    if (!g_oversubscribed && idle_rounds < 32) {
+        g_idle_since_ns = 0;
         return;
     }
     now = now_ns();

@@ -250,8 +250,8 @@ if [ "${XCOLL_TEST_SWEEP:-1}" = 1 ]; then
     sweep 2 allreduce,bcast,allgather,alltoall \
         "allreduce:0-inf:ring;bcast:0-inf:scatter_allgather;allgather:0-inf:bruck;alltoall:0-inf:hier" \
         2 3 4 7 8
-    sweep 3 allreduce,bcast \
-        "allreduce:0-inf:reduce_bcast;bcast:0-inf:dbtree" \
+    sweep 3 allreduce,bcast,reduce,allgather,reduce_scatter,barrier \
+        "allreduce:0-inf:reduce_bcast;bcast:0-inf:dbtree;reduce:0-inf:linear;allgather:0-inf:direct;reduce_scatter:0-inf:direct;barrier:0-inf:direct" \
         2 3 4 7 8
     sweep 4 allreduce,bcast \
         "allreduce:0-inf:dbtree;bcast:0-inf:hier" \
@@ -259,6 +259,9 @@ if [ "${XCOLL_TEST_SWEEP:-1}" = 1 ]; then
     sweep 5 allreduce \
         "allreduce:0-inf:hier" \
         3 4 7 8
+    sweep 7 allreduce,bcast \
+        "allreduce:0-inf:direct;bcast:0-inf:linear" \
+        2 3 4 7 8
     XCOLL_TOPO_RANKS_PER_NODE=3
     sweep 6 allreduce,bcast,alltoall \
         "allreduce:0-inf:hier;bcast:0-inf:hier;alltoall:0-inf:hier" \

@@ -289,6 +289,46 @@ static void test_allreduce(xcoll_dtype_t d, xcoll_op_t op, size_t count, int ip)
     free(ref);
 }
 
+/* Float sums are not associative, so an allreduce whose ranks combined
+ * the inputs in different orders would hand ranks results that differ in
+ * the last bits (docs/ALGORITHMS.md promises they never do). Inputs of
+ * many magnitudes make every order give other bits; every rank's result
+ * must equal rank 0's byte for byte. */
+static void test_allreduce_identical(xcoll_dtype_t d, size_t count, int ip)
+{
+    case_t c = { "allreduce (identical bits on every rank)", d, XCOLL_SUM, 1, count, -1, ip };
+    size_t es = tc_dtype_size(d), bytes = count * es;
+    tc_buf_t send = tc_buf_alloc(bytes), recv = tc_buf_alloc(bytes);
+    void *in = xmalloc(bytes), *first = xmalloc(bytes);
+    uint32_t x = 2463534242u + 7919u * (uint32_t)rank;
+    int bad = 0;
+
+    for (size_t i = 0; i < count; i++) {
+        /* xorshift: a full 24-bit mantissa, a sign and a scale of 2^-20..2^19,
+         * so nearly every sum of two rounds */
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        double v = (double)((x >> 8) | 1u) * (x & 1u ? -1.0 : 1.0);
+        unsigned e = (x >> 3) % 40u;
+        v = e >= 20 ? v * (double)(1u << (e - 20)) : v / (double)(1u << (20 - e));
+        if (d == XCOLL_FLOAT32)
+            ((float *)in)[i] = (float)v;
+        else
+            ((double *)in)[i] = v;
+    }
+    memcpy(ip == IP_NONE ? send.p : recv.p, in, bytes);
+    const void *sendarg = ip == IP_NONE ? send.p : ip == IP_MPI ? XCOLL_IN_PLACE : recv.p;
+    bad |= check_status(&c, xcoll_allreduce(sendarg, recv.p, count, d, XCOLL_SUM, comm, NULL));
+    memcpy(first, recv.p, bytes);
+    TC_MPI(MPI_Bcast(first, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
+    bad |= compare_bytes(&c, "differs from rank 0's result", recv.p, first, count, es, 0);
+    bad |= check_guard(&c, &send, "sendbuf") | check_guard(&c, &recv, "recvbuf");
+    case_end(bad);
+    tc_buf_free(&send);
+    tc_buf_free(&recv);
+    free(in);
+    free(first);
+}
+
 static void test_reduce(xcoll_dtype_t d, xcoll_op_t op, size_t count, int root, int ip)
 {
     case_t c = { "reduce", d, op, 1, count, root, ip };
@@ -829,6 +869,13 @@ int main(int argc, char **argv)
                         test_allreduce(d, op, opt.large, ip);
                 }
             }
+        for (int ip = 0; ip < IP_COUNT; ip++)
+            for (size_t ci = 0; ci < NSMALL; ci++) {
+                test_allreduce_identical(XCOLL_FLOAT32, small_counts[ci], ip);
+                test_allreduce_identical(XCOLL_FLOAT64, small_counts[ci], ip);
+            }
+        if (have_large)
+            test_allreduce_identical(XCOLL_FLOAT32, opt.large, IP_NONE);
     });
 
     PHASE("reduce", {

@@ -60,6 +60,12 @@ static const algo_t algos[] = {
     {"rsg_reduce", XC_COLL_REDUCE, rsg_reduce_schedule},
     {"hier_alltoall", XC_COLL_ALLTOALL, hier_alltoall_schedule},
     {"tree_barrier", XC_COLL_BARRIER, tree_barrier_schedule},
+    {"direct_allreduce", XC_COLL_ALLREDUCE, direct_allreduce_schedule},
+    {"direct_reduce_scatter", XC_COLL_REDUCE_SCATTER, direct_reduce_scatter_schedule},
+    {"direct_allgather", XC_COLL_ALLGATHER, direct_allgather_schedule},
+    {"direct_barrier", XC_COLL_BARRIER, direct_barrier_schedule},
+    {"linear_bcast", XC_COLL_BCAST, linear_bcast_schedule},
+    {"linear_reduce", XC_COLL_REDUCE, linear_reduce_schedule},
 };
 #define NALGOS (sizeof(algos) / sizeof(algos[0]))
 
@@ -534,8 +540,14 @@ static int64_t expected_wire_bytes(const case_t *c)
         !strcmp(n, "pairwise_alltoall"))
         return P * (P - 1) * block;
     if (!strcmp(n, "binomial_bcast") || !strcmp(n, "binomial_reduce") ||
-        !strcmp(n, "linear_gather") || !strcmp(n, "linear_scatter"))
+        !strcmp(n, "linear_gather") || !strcmp(n, "linear_scatter") ||
+        !strcmp(n, "linear_bcast") || !strcmp(n, "linear_reduce"))
         return (P - 1) * block;
+    if (!strcmp(n, "direct_allreduce") || !strcmp(n, "direct_reduce_scatter") ||
+        !strcmp(n, "direct_allgather"))
+        return P * (P - 1) * block;
+    if (!strcmp(n, "direct_barrier"))
+        return 0;
     if (!strcmp(n, "binomial_gather") || !strcmp(n, "binomial_scatter")) {
         /* each block moves once per tree edge between its rank and the root */
         for (v = 1; v < P; v++) {
@@ -600,8 +612,10 @@ static int64_t expected_messages(const case_t *c)
     if (!strcmp(n, "binomial_bcast") || !strcmp(n, "binomial_reduce"))
         return (P - 1) * tree_segments(count * ds, P);
     if (!strcmp(n, "linear_gather") || !strcmp(n, "linear_scatter") ||
-        !strcmp(n, "pairwise_alltoall"))
-        return !strcmp(n, "pairwise_alltoall") ? P * (P - 1) : P - 1;
+        !strcmp(n, "linear_bcast") || !strcmp(n, "linear_reduce"))
+        return P - 1;
+    if (!strcmp(n, "pairwise_alltoall") || !strncmp(n, "direct_", 7))
+        return P * (P - 1);
     if (!strcmp(n, "binomial_gather") || !strcmp(n, "binomial_scatter")) {
         /* one message per tree edge, two where the subtree's real ranks
          * wrap from size-1 to 0 (virtual rank w = size - root) */
