@@ -3,20 +3,20 @@
 #
 # For 2, 4 and 8 ranks (oversubscribed past the core count) it runs
 # xcoll-perf over 8 B .. 64 MiB for allreduce, allgather, reduce_scatter,
-# bcast and alltoall, timing Open MPI's collective in the same job
-# (--vs-mpi, alternating iterations); it measures memcpy bandwidth in the
-# same run, then writes the machine, the tables and the targets of issue 4
-# (met or missed) into docs/PERFORMANCE.md. Raw CSV and SVG charts go to
-# bench/results/.
+# bcast, alltoall and barrier, timing Open MPI's collective in the same job
+# (--vs-mpi, alternating iterations, the slowest rank's time), RUNS times
+# (default 3); it measures memcpy bandwidth in every run, then writes the
+# machine, the tables (medians over the runs) and the targets of issue 11
+# (met or missed) into docs/PERFORMANCE.md. Raw CSV and SVG charts (of the
+# last run) go to bench/results/.
 #
-#   bench/run_sweep.sh [--quick] [--np "2 4 8"] [--colls "allreduce ..."]
+#   bench/run_sweep.sh [--quick] [--runs R] [--np "2 4 8"] [--colls "allreduce ..."]
 #                      [--out FILE.md] [--results DIR]
 #
 # Environment: XCOLL_PERF (the xcoll-perf binary; default: build/bin/xcoll-perf,
 # then PATH), MPIRUN (default mpirun), MPIRUN_FLAGS (extra flags).
 # --quick stops at 1 MiB with fewer iterations, to try the script out.
-# Under a minute per rank count on an idle 2-core machine with the
-# defaults; the whole sweep stays well under 15 minutes.
+# A run takes 5-15 minutes on the 2-core development machine.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +24,8 @@ top=$(cd "$here/.." && pwd)
 out="$top/docs/PERFORMANCE.md"
 results="$here/results"
 nps="2 4 8"
-colls="allreduce allgather reduce_scatter bcast alltoall"
+colls="allreduce allgather reduce_scatter bcast alltoall barrier"
+runs=3
 maxbytes=64M
 iters=200
 warmup=20
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --quick) quick=1; maxbytes=1M; iters=20; warmup=2; budget=16M ;;
     --np) nps=$2; shift ;;
+    --runs) runs=$2; shift ;;
     --colls) colls=$2; shift ;;
     --out) out=$2; shift ;;
     --results) results=$2; shift ;;
@@ -80,7 +82,7 @@ mkdir -p "$results"
 rm -f "$results"/*.csv "$results"/*.svg
 start=$(date +%s)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "run_sweep.sh: $perf, ranks: $nps, collectives: $colls; results in $results" >&2
+echo "run_sweep.sh: $perf, ranks: $nps, collectives: $colls, $runs runs; results in $results" >&2
 
 # --- the machine ----------------------------------------------------------------
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -93,31 +95,31 @@ ucx=$(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -n 1)
 pml=$(run_mpi 2 --mca pml_base_verbose 10 "$perf" -b 8 -e 8 -n 1 -w 0 -c 0 2>&1 |
       sed -n 's/.*selected \([a-z0-9]*\) best priority.*/\1/p' | head -n 1)
 
-# --- memcpy, the limit of one-node collectives ------------------------------------
-echo "run_sweep.sh: memcpy" >&2
-run_mpi 2 "$perf" --memcpy -b 4K -e "$maxbytes" -f 4 -n 50 -w 5 --csv > "$results/memcpy.csv"
-
-# --- the sweep ----------------------------------------------------------------------
-for np in $nps; do
-    for coll in $colls; do
-        echo "run_sweep.sh: $coll on $np ranks ($(( $(date +%s) - start )) s so far)" >&2
-        # Small sizes get many iterations, big ones fewer (--budget), so
-        # noise averages out where a call is short and the sweep stays short.
-        # --fence: without it a rank can block in MPI while its peer still
-        # needs that rank's UCX worker to finish a rendezvous, and the job
-        # hangs (see docs/PERFORMANCE.md, Analysis). Still needed after the
-        # put rendezvous and the flush before completion: without it a
-        # 2-rank 1M..64M sweep hung at reduce_scatter 16 MiB (rank 0
-        # waiting for the last 128 KiB segments from rank 1, which had
-        # completed its call and sat in MPI). Not reproduced since segments
-        # were capped (4 per ring block), but the cause is not understood.
-        run_mpi "$np" "$perf" -C "$coll" -b 8 -e "$maxbytes" -f 2 -n "$iters" -w "$warmup" \
-            --budget "$budget" -d float32 -o sum --vs-mpi --fence --no-inplace --csv \
-            --plot "$results/$coll-np$np.svg" > "$results/$coll-np$np.csv" || {
-            echo "run_sweep.sh: xcoll-perf failed for $coll on $np ranks (wrong results?)" >&2
-            failed="${failed:-}$coll/$np "
-        }
+# --- memcpy and the sweep, RUNS times ---------------------------------------------
+run=1
+while [ "$run" -le "$runs" ]; do
+    echo "run_sweep.sh: run $run of $runs: memcpy" >&2
+    run_mpi 2 "$perf" --memcpy -b 4K -e "$maxbytes" -f 4 -n 50 -w 5 --csv \
+        > "$results/memcpy-run$run.csv"
+    for np in $nps; do
+        for coll in $colls; do
+            echo "run_sweep.sh: run $run, $coll on $np ranks ($(( $(date +%s) - start )) s so far)" >&2
+            # Small sizes get many iterations, big ones fewer (--budget), so
+            # noise averages out where a call is short and the sweep stays
+            # short. No --fence: xcoll and MPI alternate with nothing
+            # between them (docs/PERFORMANCE.md, "Small messages").
+            plot=""
+            [ "$run" = "$runs" ] && plot="--plot $results/$coll-np$np.svg"
+            # shellcheck disable=SC2086
+            run_mpi "$np" "$perf" -C "$coll" -b 8 -e "$maxbytes" -f 2 -n "$iters" \
+                -w "$warmup" --budget "$budget" -d float32 -o sum --vs-mpi -a 3 --no-inplace \
+                --csv $plot > "$results/$coll-np$np-run$run.csv" || {
+                echo "run_sweep.sh: xcoll-perf failed for $coll on $np ranks, run $run" >&2
+                failed="${failed:-}$coll/$np/run$run "
+            }
+        done
     done
+    run=$((run + 1))
 done
 elapsed=$(( $(date +%s) - start ))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -129,8 +131,9 @@ awk -v date="$(date -u '+%Y-%m-%d %H:%M UTC')" -v ncores="$ncores" -v cpu="$cpu"
     -v nps="$nps" -v colls="$colls" -v load_start="$load_start" -v load_end="$load_end" \
     -v elapsed="$elapsed" -v iters="$iters" -v warmup="$warmup" -v budget="$budget" \
     -v rev="$rev" -v failed="${failed:-}" -v quick="$quick" -v resdir="$(basename "$results")" \
-    -f "$here/perf_report.awk" "$results/memcpy.csv" $(for np in $nps; do for coll in $colls; do
-        echo "$results/$coll-np$np.csv"; done; done) > "$tmp"
+    -v runs="$runs" -f "$here/perf_report.awk" "$results"/memcpy-run*.csv \
+    $(for np in $nps; do for coll in $colls; do ls "$results/$coll-np$np"-run*.csv; done; done) \
+    > "$tmp"
 
 # The analysis is written by a person from the numbers; keep it across reruns.
 if [ -f "$out" ] && grep -q '^## Analysis' "$out"; then

@@ -407,7 +407,10 @@ xcoll_status_t xcoll_irecv(void *buf, size_t count, xcoll_dtype_t dtype, int pee
  * *done = 1, frees the request, sets *req = NULL and returns the
  * operation's status; otherwise *done = 0 and it returns XCOLL_OK. A NULL
  * *req counts as finished. xcoll_wait blocks (backing off when idle) until
- * *req finishes or the communicator's timeout expires, then does the same. */
+ * *req finishes or the communicator's timeout expires, then does the same.
+ * A released request is gone: a copy of its handle must not be passed
+ * again (xcoll may recognise one and return XCOLL_ERR_INVALID_ARG, but
+ * need not). */
 xcoll_status_t xcoll_test(xcoll_request_t *req, int *done);
 xcoll_status_t xcoll_wait(xcoll_request_t *req);
 

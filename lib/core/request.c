@@ -267,12 +267,28 @@ static int check_timeout(struct xcoll_request_s *r, double now)
     return 1;
 }
 
+/* A finished request is kept for the next call of its shape only while it
+ * is small: its scratch and step state stay allocated as long as the
+ * schedule is cached (up to 32 per communicator), and the reuse is for
+ * the loops of small calls where allocation shows. */
+#define XC_KEEP_MAX_TMP ((size_t)64 * 1024)
+#define XC_KEEP_MAX_STEPS 1024u
+
 static xcoll_status_t release(xcoll_request_t *req)
 {
     struct xcoll_request_s *r = *req;
     xcoll_status_t st = r->status;
+    if (r->cs->spare == r) {
+        /* a copy of a handle already released: releasing it again would
+         * free the request and the cache's schedule under them */
+        xc_error("a request was waited for or tested again after it completed and was released");
+        *req = NULL;
+        return XCOLL_ERR_INVALID_ARG;
+    }
     r->comm->outstanding--;
-    if (XC_POOL_ENABLED && st == XCOLL_OK && r->cs->spare == NULL && xc_exec_reusable(&r->exec)) {
+    if (XC_POOL_ENABLED && st == XCOLL_OK && r->cs->spare == NULL &&
+        r->cs->sched.tmp_bytes <= XC_KEEP_MAX_TMP && r->cs->sched.nsteps <= XC_KEEP_MAX_STEPS &&
+        xc_exec_reusable(&r->exec)) {
         /* kept for the next call of this shape (xc_request_post); the
          * schedule frees it if it goes first */
         r->cs->spare = r;
@@ -313,7 +329,7 @@ xcoll_status_t xcoll_test(xcoll_request_t *req, int *done)
 xcoll_status_t xcoll_wait(xcoll_request_t *req)
 {
     struct xcoll_request_s *r;
-    unsigned idle = 0;
+    unsigned idle = 0, polls = 0;
     if (req == NULL) {
         xc_error("xcoll_wait: req is NULL");
         return XCOLL_ERR_INVALID_ARG;
@@ -322,14 +338,20 @@ xcoll_status_t xcoll_wait(xcoll_request_t *req)
     if (r == NULL)
         return XCOLL_OK;
     while (!r->done) {
+        /* other traffic (another communicator, a peer's messages) may move
+         * every few rounds while r does not: the timeout is checked every
+         * 256th round whatever moved */
+        if ((++polls & 255) == 0 && check_timeout(r, xc_now()))
+            break;
         if (progress_all(r->comm->tl, r->comm->tl_comm)) {
             idle = 0;
             continue;
         }
         idle++;
-        /* every 16th idle round, not the first: spinning rounds are ~0.1 us,
-         * sleeping ones at most 2 ms, so the timeout still fires within
-         * ~32 ms, and a wait shorter than 16 rounds never reads the clock */
+        /* and every 16th idle round, not the first: spinning rounds are
+         * ~0.1 us, sleeping ones at most 2 ms, so the timeout still fires
+         * within ~32 ms, and a wait shorter than 16 rounds never reads the
+         * clock */
         if (idle % 16 == 0 && check_timeout(r, xc_now()))
             break;
         r->comm->tl->idle(r->comm->tl_comm, idle, 2000);

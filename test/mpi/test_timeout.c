@@ -5,8 +5,10 @@
  * one allreduce; every other rank must get XCOLL_ERR_TIMEOUT within a few
  * seconds, and every later call on that communicator must fail at once
  * with XCOLL_ERR_COMM_FAILED. The same again with a skipped barrier on a
- * second communicator. All ranks then destroy the communicators, meet in
- * MPI_Barrier and exit cleanly.
+ * second communicator; and with a skipped allreduce while the skipper
+ * floods rank 0 with point-to-point messages on another communicator. All
+ * ranks then destroy the communicators, meet in MPI_Barrier and exit
+ * cleanly.
  *
  * The library logs why the collective timed out on stderr;
  * run_mpi_tests.sh checks that the log names the skipper's rank. Needs at
@@ -104,6 +106,57 @@ int main(int argc, char **argv)
         TC_EXPECT(XCOLL_ERR_COMM_FAILED, xcoll_barrier(comm));
     }
     TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
+
+    /* --- a skipped allreduce while the skipper keeps talking ---
+     * The skipper sends rank 0 one small message after another on a
+     * second communicator: rank 0's progress then moves every few rounds
+     * of its wait, and its timeout on the first communicator must fire
+     * all the same (after timeout_s, well
+     * before the skipper gives up after 8 s). Rank 0 then tells the
+     * skipper to stop (MPI) and takes its last message (tag 6); the others
+     * (tag 5) are left unexpected, for comm_destroy to free. */
+    comm = create_with_timeout();
+    xcoll_comm_t talk = create_with_timeout();
+    TC_EXPECT(XCOLL_OK, xcoll_allreduce(in, out, COUNT, XCOLL_FLOAT32, XCOLL_SUM, comm, NULL));
+    if (rank == 0)
+        printf("test_timeout: rank %d skips an allreduce and sends rank 0 messages meanwhile\n",
+               skipper);
+    if (rank == skipper) {
+        int stop = 0, last = -1, n = 0, flag = 0;
+        MPI_Request mr;
+        double t0 = tc_now();
+        TC_MPI(MPI_Irecv(&stop, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, &mr));
+        while (!flag && tc_now() - t0 < 8.0) {
+            xcoll_request_t sreq = NULL;
+            if (xcoll_isend(&n, 1, XCOLL_INT32, 0, 5, talk, NULL, &sreq) != XCOLL_OK ||
+                xcoll_wait(&sreq) != XCOLL_OK) {
+                tc_fail("a message to rank 0 failed while it waited");
+                break;
+            }
+            n++;
+            for (double d = tc_now(); tc_now() - d < 5e-6;)
+                ; /* ~5 us apart: rank 0 finds one every few rounds */
+            TC_MPI(MPI_Test(&mr, &flag, MPI_STATUS_IGNORE));
+        }
+        if (!flag)
+            TC_MPI(MPI_Wait(&mr, MPI_STATUS_IGNORE));
+        TC_EXPECT(XCOLL_OK, xcoll_send(&last, 1, XCOLL_INT32, 0, 6, talk, NULL));
+    } else {
+        double t0 = tc_now();
+        xcoll_status_t st = xcoll_allreduce(in, out, COUNT, XCOLL_FLOAT32, XCOLL_SUM, comm, NULL);
+        double elapsed = tc_now() - t0;
+        expect_timeout("allreduce under traffic", st, elapsed);
+        if (elapsed > 5.0)
+            tc_fail("the traffic held the timeout off for %.2f s", elapsed);
+        if (rank == 0) {
+            int stop = 1, last = 0;
+            TC_MPI(MPI_Send(&stop, 1, MPI_INT, skipper, 77, MPI_COMM_WORLD));
+            TC_EXPECT(XCOLL_OK, xcoll_recv(&last, 1, XCOLL_INT32, skipper, 6, talk, NULL));
+        }
+    }
+    TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(talk));
     TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
 
     /* A new communicator after the failures works normally. */
