@@ -3,28 +3,14 @@
 # One program writes the whole document, so the prose and the tables cannot
 # disagree. Every number shown is the median over the runs (a ratio: the
 # median of the runs' own ratios, each MPI time / xcoll time in one job).
+# Needs bench/stats.awk first (median, human).
 # Variables (-v): date ncores cpu mem kernel ompi ucx pml nps colls runs
 # load_start load_end elapsed iters warmup budget rev failed quick resdir.
 BEGIN { FS = "," }
-function human(b) {
-    if (b >= 1048576) return sprintf("%g MiB", b / 1048576)
-    if (b >= 1024) return sprintf("%g KiB", b / 1024)
-    return b " B"
-}
 function fmt(x) { return x == "" ? "-" : sprintf("%.2f", x) }
 function ratio_cell(r, goal) {
     if (r == "") return "-"
     return (goal > 0 && r + 0 < goal) ? sprintf("**%.2f**", r) : sprintf("%.2f", r)
-}
-# the median of the numbers in a space-separated list ("" if none)
-function median(list,   n, v, i, j, t) {
-    n = split(list, v, " ")
-    if (n == 0) return ""
-    for (i = 2; i <= n; i++)
-        for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
-            t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
-        }
-    return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 }
 FNR == 1 { file = FILENAME; sub(/.*\//, "", file); next }
 file ~ /^memcpy/ {

@@ -131,7 +131,7 @@ awk -v date="$(date -u '+%Y-%m-%d %H:%M UTC')" -v ncores="$ncores" -v cpu="$cpu"
     -v nps="$nps" -v colls="$colls" -v load_start="$load_start" -v load_end="$load_end" \
     -v elapsed="$elapsed" -v iters="$iters" -v warmup="$warmup" -v budget="$budget" \
     -v rev="$rev" -v failed="${failed:-}" -v quick="$quick" -v resdir="$(basename "$results")" \
-    -v runs="$runs" -f "$here/perf_report.awk" "$results"/memcpy-run*.csv \
+    -v runs="$runs" -f "$here/stats.awk" -f "$here/perf_report.awk" "$results"/memcpy-run*.csv \
     $(for np in $nps; do for coll in $colls; do ls "$results/$coll-np$np"-run*.csv; done; done) \
     > "$tmp"
 

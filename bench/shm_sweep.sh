@@ -35,6 +35,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+here=$(cd "$(dirname "$0")" && pwd)
 perf=build/bin/xcoll-perf
 [ "$reuse" = 1 ] || [ -x "$perf" ] || { echo "shm_sweep.sh: build first ($perf)" >&2; exit 2; }
 mkdir -p "$dir" || exit 1
@@ -66,44 +67,6 @@ for np in $nps; do
     echo "### $np ranks: MPI time / xcoll time, median over runs (UCX only -> with shm)"
     echo
     { ratios 0 "$np" | sed 's/^/0 /'; ratios 1 "$np" | sed 's/^/1 /'; } | sort -k2,2 -k3,3n |
-        awk '
-        function median(s,   n, v, i, j, t) {
-            n = split(s, v, " ")
-            for (i = 2; i <= n; i++)
-                for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
-                    t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
-                }
-            return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-        }
-        function label(b) {
-            return b >= 1048576 ? b / 1048576 " MiB" : b >= 1024 ? b / 1024 " KiB" : b " B"
-        }
-        { key = $2 SUBSEP $3; r[$1, key] = r[$1, key] " " $4
-          if (!(key in seen)) { seen[key] = 1; order[++n] = key }
-          if (!($2 in cs)) { cs[$2] = 1; colls[++nc] = $2 }
-          if (!($3 in ss)) { ss[$3] = 1; sizes[++nsz] = $3 } }
-        END {
-            # sizes ascending
-            for (i = 2; i <= nsz; i++)
-                for (j = i; j > 1 && sizes[j - 1] + 0 > sizes[j] + 0; j--) {
-                    t = sizes[j]; sizes[j] = sizes[j - 1]; sizes[j - 1] = t
-                }
-            printf "| collective |"
-            for (i = 1; i <= nsz; i++) printf " %s |", label(sizes[i])
-            printf "\n|---|"
-            for (i = 1; i <= nsz; i++) printf "---:|"
-            printf "\n"
-            for (c = 1; c <= nc; c++) {
-                printf "| %s |", colls[c]
-                for (i = 1; i <= nsz; i++) {
-                    key = colls[c] SUBSEP sizes[i]
-                    if ((0, key) in r && (1, key) in r)
-                        printf " %.2f -> %.2f |", median(r[0, key]), median(r[1, key])
-                    else
-                        printf " |"
-                }
-                printf "\n"
-            }
-        }'
+        awk -f "$here/stats.awk" -f "$here/shm_table.awk"
     echo
 done

@@ -68,7 +68,7 @@ typedef enum {
     C_GATHER,
     C_SCATTER,
     C_SENDRECV,
-    C_BARRIER,  /* no data: one row, size 0 */
+    C_BARRIER,
     C_COUNT
 } coll_t;
 
@@ -78,6 +78,7 @@ typedef struct {
     int rooted;      /* takes a root */
     int blocked;     /* size holds one block per rank: count = size / (type * ranks) */
     int has_inplace; /* has an in-place form distinct from out of place */
+    int sizeless;    /* moves no data: one row, size 0, whatever the sizes and types */
 } coll_info_t;
 
 static const coll_info_t colls[C_COUNT] = {
@@ -90,7 +91,7 @@ static const coll_info_t colls[C_COUNT] = {
     [C_GATHER] = {"gather", 0, 1, 1, 1},
     [C_SCATTER] = {"scatter", 0, 1, 1, 1},
     [C_SENDRECV] = {"sendrecv", 0, 0, 0, 0},
-    [C_BARRIER] = {"barrier", 0, 0, 0, 0},
+    [C_BARRIER] = {"barrier", 0, 0, 0, 0, 1},
 };
 
 static double bus_factor(coll_t c, int n)
@@ -1137,7 +1138,7 @@ static size_t sweep_sizes(const opts_t *o, size_t *out, size_t cap)
 /* The count argument for a size, and the size actually moved. */
 static size_t count_for(coll_t c, size_t size, size_t es, size_t *bytes)
 {
-    size_t count = c == C_BARRIER ? 0 : size / es;
+    size_t count = colls[c].sizeless ? 0 : size / es;
     if (colls[c].blocked)
         count /= (size_t)nranks;
     *bytes = count * es * (colls[c].blocked ? (size_t)nranks : 1);
@@ -1396,7 +1397,9 @@ static int run_sweep(const opts_t *o, const size_t *sizes, size_t nsizes)
             int r0 = colls[c].rooted ? (o->root < 0 ? 0 : o->root) : -1;
             int r1 = colls[c].rooted ? (o->root < 0 ? nranks - 1 : o->root) : -1;
             int first_combo = 1;
-            for (int di = 0; di < o->ndtypes && (c != C_BARRIER || di == 0); di++)
+            int ndtypes = colls[c].sizeless ? 1 : o->ndtypes;
+            size_t nsz = colls[c].sizeless ? 1 : nsizes;
+            for (int di = 0; di < ndtypes; di++)
                 for (int oi = 0; oi < nops; oi++) {
                     xcoll_dtype_t dt = (xcoll_dtype_t)o->dtypes[di];
                     xcoll_op_t op = (xcoll_op_t)o->ops[oi];
@@ -1404,14 +1407,10 @@ static int run_sweep(const opts_t *o, const size_t *sizes, size_t nsizes)
                         continue; /* not defined on floats */
                     for (int root = r0; root <= r1; root++) {
                         size_t es = xcoll_dtype_size(dt), last = 0;
-                        for (size_t si = 0; si < nsizes; si++) {
+                        for (size_t si = 0; si < nsz; si++) {
                             size_t bytes, count = count_for(c, sizes[si], es, &bytes);
-                            if (c == C_BARRIER) {
-                                if (si > 0)
-                                    continue; /* sizes mean nothing to it */
-                            } else if (count == 0 || bytes == last) {
+                            if (!colls[c].sizeless && (count == 0 || bytes == last))
                                 continue;
-                            }
                             last = bytes;
                             if (pass == 0) {
                                 total_rows++;

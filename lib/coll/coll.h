@@ -142,6 +142,9 @@ int xc_rank_order_inputs(xc_sched_t *s, int P, int me, int in_place, xc_ref_t mi
  * `after`; divides for AVG. */
 void xc_receive_and_reduce(xc_sched_t *s, int P, int me, const xc_ref_t *in, int *got,
                            size_t bytes, xc_ref_t dst, int after);
+/* A reduction on one rank (allreduce, reduce, reduce_scatter of `bytes`):
+ * the input is the result, copied from SEND unless in place. */
+xcoll_status_t xc_one_rank_reduction(xc_sched_t *s, const xc_coll_args_t *a, size_t bytes);
 
 /* select.c: every algorithm, and the choice for one call. */
 extern const xc_algo_t xc_algorithms[];

@@ -61,8 +61,7 @@ void xc_receive_and_reduce(xc_sched_t *s, int P, int me, const xc_ref_t *in, int
         xc_divide_local(s, dst, bytes, XC_DEPS(last));
 }
 
-/* P == 1 of the reductions: the input is the result. */
-static xcoll_status_t one_rank(xc_sched_t *s, const xc_coll_args_t *a, size_t bytes)
+xcoll_status_t xc_one_rank_reduction(xc_sched_t *s, const xc_coll_args_t *a, size_t bytes)
 {
     if (!a->in_place)
         xc_copy(s, XC_AT_SEND(0), XC_AT_RECV(0), bytes, XC_NODEPS);
@@ -82,7 +81,7 @@ xcoll_status_t direct_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a)
     if (P > XC_DIRECT_MAX_RANKS)
         return XCOLL_ERR_UNSUPPORTED;
     if (P == 1)
-        return one_rank(s, a, bytes);
+        return xc_one_rank_reduction(s, a, bytes);
     /* in place the input is in RECV, which the first reduction
      * overwrites: it is copied aside and sent from there */
     mine = xc_rank_order_inputs(s, P, r, a->in_place, a->in_place ? XC_AT_RECV(0) : XC_AT_SEND(0),
@@ -109,7 +108,7 @@ xcoll_status_t direct_reduce_scatter_schedule(xc_sched_t *s, const xc_coll_args_
     if (P > XC_DIRECT_MAX_RANKS)
         return XCOLL_ERR_UNSUPPORTED;
     if (P == 1)
-        return one_rank(s, a, block);
+        return xc_one_rank_reduction(s, a, block);
     mine = xc_rank_order_inputs(s, P, r, a->in_place, xc_ref(src, (size_t)r * block), block,
                                 in, got);
     for (k = 1; k < P; k++) {

@@ -36,10 +36,8 @@ xcoll_status_t linear_reduce_schedule(xc_sched_t *s, const xc_coll_args_t *a)
         xc_send(s, root, XC_AT_SEND(0), bytes, XC_NODEPS);
         return s->err;
     }
-    if (P == 1 && !a->in_place)
-        xc_copy(s, XC_AT_SEND(0), XC_AT_RECV(0), bytes, XC_NODEPS);
     if (P == 1)
-        return s->err;
+        return xc_one_rank_reduction(s, a, bytes);
     /* in place the input is in RECV, which the first reduction overwrites */
     mine = xc_rank_order_inputs(s, P, root, a->in_place,
                                 a->in_place ? XC_AT_RECV(0) : XC_AT_SEND(0), bytes, in, got);

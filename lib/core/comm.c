@@ -282,18 +282,13 @@ xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
 {
     xc_cached_sched_t *cs;
     xcoll_status_t rc;
-    int i, victim = 0;
+    int n, i, victim = comm->cache_last;
 
     comm->cache_clock++;
-    /* a loop calls one shape again and again: try the last hit first */
-    cs = comm->cache[comm->cache_last];
-    if (cs != NULL && memcmp(cs->key, key, sizeof(cs->key)) == 0) {
-        cs->last_use = comm->cache_clock;
-        cs->refs++;
-        *out = cs;
-        return XCOLL_OK;
-    }
-    for (i = 0; i < XC_SCHED_CACHE_SIZE; i++) {
+    /* a loop calls one shape again and again: the search starts at the
+     * last hit */
+    for (n = 0, i = comm->cache_last; n < XC_SCHED_CACHE_SIZE;
+         n++, i = (i + 1) % XC_SCHED_CACHE_SIZE) {
         cs = comm->cache[i];
         if (cs != NULL && memcmp(cs->key, key, sizeof(cs->key)) == 0) {
             cs->last_use = comm->cache_clock;

@@ -160,14 +160,18 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     xc_exec_device_t dev;
     int on_gpu = 0;
 
-    if (cs->spare != NULL && !layouts && stream == NULL &&
-        (xc_gpu() == NULL || comm->memory == XCOLL_MEMORY_HOST)) {
+    /* a side with a layout is the caller's to reach: asked about where it
+     * says its memory is */
+    rc = locate_buffers(comm, what,
+                        bufs->send_layout != NULL ? bufs->send_layout->where : bufs->send,
+                        bufs->recv_layout != NULL ? bufs->recv_layout->where : bufs->recv,
+                        &dev.send_mem, &dev.recv_mem, &on_gpu);
+    if (rc == XCOLL_OK && cs->spare != NULL && !layouts && stream == NULL && !on_gpu) {
         /* the last call of this shape left its request: same schedule,
          * same scratch, only the buffers and the sequence number change */
         r = cs->spare;
         cs->spare = NULL;
         xc_exec_rerun(&r->exec, (void *)(uintptr_t)bufs->send, bufs->recv, seq);
-        r->done = 0;
         return activate(comm, cs, what, bufs, p2p_tag, r, req);
     }
     r = xc_block_get(sizeof(struct xcoll_request_s), 1);
@@ -176,12 +180,6 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
         xc_sched_release(cs);
         return XCOLL_ERR_NO_MEMORY;
     }
-    /* a side with a layout is the caller's to reach: asked about where it
-     * says its memory is */
-    rc = locate_buffers(comm, what,
-                        bufs->send_layout != NULL ? bufs->send_layout->where : bufs->send,
-                        bufs->recv_layout != NULL ? bufs->recv_layout->where : bufs->recv,
-                        &dev.send_mem, &dev.recv_mem, &on_gpu);
     if (rc == XCOLL_OK && layouts && (on_gpu || stream != NULL)) {
         xc_error("%s: a buffer with a layout is host memory only, and this call has %s", what,
                  stream != NULL ? "a CUDA stream" : "device memory");
@@ -225,6 +223,7 @@ static xcoll_status_t activate(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     r->post_src = bufs->post_src;
     r->post_bytes = bufs->post_bytes;
     r->status = XCOLL_INPROGRESS;
+    r->done = 0;
     r->last_moved = 0;
     r->next_active = active_head;
     if (active_head != NULL)
@@ -338,23 +337,18 @@ xcoll_status_t xcoll_wait(xcoll_request_t *req)
     if (r == NULL)
         return XCOLL_OK;
     while (!r->done) {
-        /* other traffic (another communicator, a peer's messages) may move
-         * every few rounds while r does not: the timeout is checked every
-         * 256th round whatever moved */
-        if ((++polls & 255) == 0 && check_timeout(r, xc_now()))
+        idle = progress_all(r->comm->tl, r->comm->tl_comm) ? 0 : idle + 1;
+        /* The timeout is checked every 16th idle round, not the first:
+         * spinning rounds are ~0.1 us, sleeping ones at most 2 ms, so it
+         * fires within ~32 ms, and a wait shorter than 16 rounds never
+         * reads the clock. And every 256th round whatever moved: other
+         * traffic (another communicator, a peer's messages) may move every
+         * few rounds while r does not. */
+        if (((idle != 0 && idle % 16 == 0) || (++polls & 255) == 0) &&
+            check_timeout(r, xc_now()))
             break;
-        if (progress_all(r->comm->tl, r->comm->tl_comm)) {
-            idle = 0;
-            continue;
-        }
-        idle++;
-        /* and every 16th idle round, not the first: spinning rounds are
-         * ~0.1 us, sleeping ones at most 2 ms, so the timeout still fires
-         * within ~32 ms, and a wait shorter than 16 rounds never reads the
-         * clock */
-        if (idle % 16 == 0 && check_timeout(r, xc_now()))
-            break;
-        r->comm->tl->idle(r->comm->tl_comm, idle, 2000);
+        if (idle != 0)
+            r->comm->tl->idle(r->comm->tl_comm, idle, 2000);
     }
     return release(req);
 }

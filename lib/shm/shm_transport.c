@@ -21,9 +21,9 @@
  * flag travels in the line it announces, so a small message costs the
  * receiver one line pair from the sender's cache, not a head line first
  * and the slot after it; the sender reads tail only when the ring looks
- * full. One writer per line at a time, no atomics beyond load/store. A message is one slot
- * (XC_SHM_FIRST with the whole message) or consecutive slots (FIRST, then
- * XC_SHM_MORE). With XCOLL_SHM_CMA_MIN set, a message from that size is
+ * full. One writer per line at a time, no atomics beyond load/store. A
+ * message is one slot (XC_SHM_FIRST with the whole message) or consecutive
+ * slots (FIRST, then XC_SHM_MORE). With XCOLL_SHM_CMA_MIN set, a message from that size is
  * one XC_SHM_RNDV slot naming the sender's buffer instead, which the
  * receiver reads with process_vm_readv once a receive matches it and
  * answers with an XC_SHM_ACK slot in the other direction. Per sender,
