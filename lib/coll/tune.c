@@ -13,21 +13,26 @@
 #include "../core/log.h"
 
 /* Measured with test/mpi/tune_sweep.c on the 2-core development machine at
- * 2, 4 and 8 ranks (oversubscribed, shared with other work): the numbers,
+ * 2, 4, 6 and 8 ranks (oversubscribed, shared with other work), one node
+ * (from 8 KiB the rules with a rank range were remeasured after CMA reads
+ * became the default within a node, 2026-12-02): the numbers,
  * the commands and the reasons for each threshold are in docs/TUNING.md.
  * Every collective has rules covering 0-inf, so any call finds a rule; the
  * "|ring"-style second candidates only matter if the first declines. */
 const char xc_tune_defaults[] =
     "allreduce:0-4k:recdbl|ring,4k-16k:dbtree|ring,16k-64k:ring,64k-256k:dbtree|ring,"
     "256k-inf:rabenseifner|ring\n"
+    "allreduce@2:4k-1m:recdbl|ring,1m-4m:rabenseifner|ring,4m-inf:ring\n"
+    "allreduce@5-8:16k-64k:reduce_bcast|ring\n"
     "allreduce@3-8:0-1k:direct|recdbl\n"
     "bcast:0-1m:binomial,1m-inf:chain|binomial\n"
+    "bcast@5-8:8k-256k:linear|binomial,256k-4m:binomial,4m-inf:linear|binomial\n"
     "reduce:0-inf:binomial\n"
     "allgather:0-4k:recdbl|ring,4k-16k:ring,16k-inf:recdbl|ring\n"
-    "allgather@3-8:0-16k:direct|ring\n"
+    "allgather@3-8:0-inf:direct|ring\n"
     "reduce_scatter:0-8k:rechalving|ring,8k-inf:ring\n"
     "reduce_scatter@5-inf:8k-256k:rechalving|ring\n"
-    "reduce_scatter@3-8:0-16k:direct|rechalving\n"
+    "reduce_scatter@3-8:0-1m:direct|rechalving\n"
     "alltoall:0-1k:bruck|pairwise,1k-inf:pairwise\n"
     "gather:0-1k:binomial|linear,1k-inf:linear\n"
     "scatter:0-inf:linear|binomial\n"

@@ -194,6 +194,22 @@ static xcoll_status_t lay_net_buffer(xc_exec_t *x, uint32_t i, void **buf);
 static xcoll_status_t lay_run_local(xc_exec_t *x, const xc_step_t *st, const void *landing);
 static xcoll_status_t host_after_net(xc_exec_t *x, uint32_t i);
 
+/* A recv+reduce handed whole to a transport that reduces as the message
+ * lands (transport.h): landing is the scratch it may use. */
+static xcoll_status_t post_reducing_recv(xc_exec_t *x, const xc_step_t *st, void *landing,
+                                         void **req)
+{
+    xc_land_reduce_t red;
+    red.dst = addr(x, st->dst);
+    red.a = addr(x, st->a);
+    red.dtype = x->sched->dtype;
+    red.op = x->sched->op;
+    if (red.dst == NULL || red.a == NULL || landing == NULL)
+        return XCOLL_DECLINED; /* run_local reports the missing buffer */
+    return x->tl->irecv_reduce(x->tl_comm, st->peer, tag_for(x, st, st->peer), landing,
+                               st->bytes, &red, req);
+}
+
 static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
 {
     const xc_step_t *st = &x->sched->steps[i];
@@ -218,6 +234,14 @@ static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
         x->bytes_sent += st->bytes;
         if (st->bytes > x->max_send)
             x->max_send = st->bytes;
+    } else if (st->kind == XC_STEP_RECV_REDUCE && x->tl->irecv_reduce != NULL &&
+               x->lstage == NULL && st->bytes > 0) {
+        rc = post_reducing_recv(x, st, buf, &req);
+        if (rc == XCOLL_OK)
+            x->state[i] = XC_STATE_REDUCING;
+        else if (rc == XCOLL_DECLINED)
+            rc = x->tl->irecv(x->tl_comm, st->peer, tag_for(x, st, st->peer), buf, st->bytes,
+                              &req);
     } else {
         rc = x->tl->irecv(x->tl_comm, st->peer, tag_for(x, st, st->peer), buf, st->bytes, &req);
     }
@@ -230,7 +254,8 @@ static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
         return XCOLL_OK;
     }
     x->treq[i] = req;
-    x->state[i] = XC_STATE_RUNNING;
+    if (x->state[i] != XC_STATE_REDUCING)
+        x->state[i] = XC_STATE_RUNNING;
     w->running[w->nrunning++] = i;
     return XCOLL_OK;
 }
@@ -397,6 +422,8 @@ static xcoll_status_t host_after_net(xc_exec_t *x, uint32_t i)
     const xc_step_t *st = &x->sched->steps[i];
     void *blk;
     xcoll_status_t rc = XCOLL_OK;
+    if (x->state[i] == XC_STATE_REDUCING)
+        return XCOLL_OK;
     if (x->lstage == NULL)
         return st->kind == XC_STEP_RECV_REDUCE ? run_local(x, st) : XCOLL_OK;
     blk = x->lstage[i];

@@ -10,6 +10,8 @@
 typedef enum {
     XC_STATE_WAITING = 0, /* dependencies not complete */
     XC_STATE_RUNNING,     /* posted to the transport */
+    XC_STATE_REDUCING,    /* a recv+reduce posted to irecv_reduce: the
+                             transport does the reduction too */
     XC_STATE_DONE
 } xc_step_state_t;
 

@@ -9,6 +9,16 @@
 #include <stdint.h>
 #include "xcoll.h"
 
+/* A reduction that a receive performs as its message lands: when the
+ * receive completes, dst = a op message, element by element. dst may be a,
+ * or the receive's buffer; otherwise none of the three overlap. */
+typedef struct {
+    void *dst;
+    const void *a;
+    xcoll_dtype_t dtype;
+    xcoll_op_t op;
+} xc_land_reduce_t;
+
 typedef struct xc_transport {
     const char *name;
 
@@ -24,6 +34,16 @@ typedef struct xc_transport {
                             void **req);
     xcoll_status_t (*irecv)(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
                             void **req);
+
+    /* Optional (NULL = no). A receive that also reduces (see
+     * xc_land_reduce_t, copied): a transport that reads the sender's memory
+     * reduces from it piece by piece through a cache-sized buffer, so the
+     * message is never written out whole (one pass over memory fewer); buf
+     * is scratch it may land the message in instead. Host memory only.
+     * XCOLL_DECLINED: nothing was posted (say, the peer is on another
+     * node); the engine then posts irecv and reduces itself. */
+    xcoll_status_t (*irecv_reduce)(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
+                                   const xc_land_reduce_t *red, void **req);
 
     /* XCOLL_INPROGRESS, or the final status: then req has been released.
      * A receive that got a different length than posted is XCOLL_ERR_TRUNCATED. */

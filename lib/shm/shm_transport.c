@@ -1,12 +1,14 @@
 /* The shared-memory transport: tagged send/recv between the ranks of a
- * communicator that share a node, through rings in shared memory. Ranks on
- * other nodes, and collective messages longer than XCOLL_SHM_MAX (8 KiB),
- * go to UCX, which this transport wraps: the engine still sees one
- * transport (lib/core/transport.h). Both sides route a collective message
- * by its length, so a send and a receive of different lengths on either
- * side of the limit are never matched (a hang until XCOLL_TIMEOUT, not
- * XCOLL_ERR_TRUNCATED; a collective's lengths differ only when the ranks'
- * counts do). Point-to-point messages stay in shared memory at any length.
+ * communicator that share a node, through rings in shared memory, and for
+ * messages longer than a slot straight from the sender's buffer (CMA).
+ * Ranks on other nodes, and collective messages longer than XCOLL_SHM_MAX
+ * (8 KiB) where CMA is off, go to UCX, which this transport wraps: the
+ * engine still sees one transport (lib/core/transport.h). Both sides route
+ * a collective message by its length, so a send and a receive of different
+ * lengths on either side of the limit are never matched (a hang until
+ * XCOLL_TIMEOUT, not XCOLL_ERR_TRUNCATED; a collective's lengths differ only
+ * when the ranks' counts do). Point-to-point messages stay in shared memory
+ * at any length.
  *
  * Layout. Every rank owns one segment per communicator holding the rings
  * its node's ranks (itself included) send into, one ring per sender:
@@ -23,10 +25,11 @@
  * and the slot after it; the sender reads tail only when the ring looks
  * full. One writer per line at a time, no atomics beyond load/store. A
  * message is one slot (XC_SHM_FIRST with the whole message) or consecutive
- * slots (FIRST, then XC_SHM_MORE). With XCOLL_SHM_CMA_MIN set, a message from that size is
+ * slots (FIRST, then XC_SHM_MORE). A message from XCOLL_SHM_CMA_MIN is
  * one XC_SHM_RNDV slot naming the sender's buffer instead, which the
- * receiver reads with process_vm_readv once a receive matches it and
- * answers with an XC_SHM_ACK slot in the other direction. Per sender,
+ * receiver reads with process_vm_readv once a receive matches it (a
+ * reducing receive in cache-sized pieces, reducing each) and answers
+ * with an XC_SHM_ACK slot in the other direction. Per sender,
  * messages keep their order, and receives match the oldest message with
  * their tag, as UCX's tag matching does.
  *
@@ -54,6 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dtype.h"
 #include "log.h"
 #include "tag.h"
 #include "topo.h"
@@ -107,6 +111,8 @@ typedef struct xc_shm_req {
     int acking;         /* receive: completes when its ACK is in the ring */
     int discard;        /* receive of another length: completes with status
                          * once the rest of the message has gone by */
+    int reducing;       /* receive: red still to do (irecv_reduce) */
+    xc_land_reduce_t red;
     struct xc_shm_req *waiter; /* ACK: that receive */
 } xc_shm_req_t;
 
@@ -151,8 +157,10 @@ typedef struct xc_shm_comm {
     void *seg;                 /* mine */
     void **peer_seg;           /* [nlocal] mapped */
     size_t seg_bytes, ring_bytes, slot_bytes, payload;
-    size_t max_len;            /* longer messages go to UCX */
+    size_t max_len;            /* longer messages go to UCX, unless CMA */
+    size_t cma_min;            /* messages from here are read by CMA */
     int cma;
+    unsigned char *bounce;     /* XC_SHM_PULL_CHUNK: CMA reads to reduce */
     int broken;                /* a peer wrote garbage: fail from here on */
 } xc_shm_comm_t;
 
@@ -208,26 +216,34 @@ static size_t env_bytes(const char *name, size_t dflt)
     return (size_t)v;
 }
 
-/* Messages longer than XCOLL_SHM_MAX go to UCX even within the node. The
- * default is one slot: measured on 2 cores (docs/PERFORMANCE.md), messages
- * of one slot beat UCX in every job, 1.2-2.6x at 512 B-8 KiB, while
- * messages of many slots were faster in some jobs and 2x slower in others
- * (two copies through the rings against UCX's single copy), so they stay
- * with UCX until single-copy transfers come to the rings. */
+/* Collective messages longer than XCOLL_SHM_MAX do not cross the rings:
+ * CMA reads them, or UCX takes them. The default is one slot: measured on
+ * 2 cores (docs/PERFORMANCE.md), messages of one slot beat UCX in every
+ * job, 1.2-2.6x at 512 B-8 KiB, while messages of many slots were faster
+ * in some jobs and 2x slower in others (two copies through the rings
+ * against one). */
 #define XC_SHM_MAX_DEFAULT ((size_t)8192)
 
-/* Messages from XCOLL_SHM_CMA_MIN bytes (0 = never, the default) are read
- * by the receiver in one copy with process_vm_readv instead of crossing
- * the rings. It halves the memory traffic but leaves the sender idle
- * while the receiver copies, which costs more than it saves in the
- * pipelined algorithms, so it is off until measured better. */
-static size_t cma_min(void)
+/* Messages from XCOLL_SHM_CMA_MIN bytes are read by the receiver in one
+ * copy with process_vm_readv (CMA) instead of crossing the rings or going
+ * to UCX; 0 = never. Unset: every message longer than one slot
+ * (XCOLL_SHM_MAX + 1), measured faster than UCX's own CMA rendezvous from
+ * 16 KiB to 1 MiB on 2 cores and as fast above (docs/PERFORMANCE.md), and
+ * a receive that reduces can then reduce straight from the sender's
+ * buffer. In the hello: 0 = unset, UINT64_MAX = never. */
+static uint64_t cma_min_asked(void)
 {
-    size_t v = env_bytes("XCOLL_SHM_CMA_MIN", 0);
-    return v == 0 ? SIZE_MAX : v;
+    const char *s = getenv("XCOLL_SHM_CMA_MIN");
+    uint64_t v;
+    if (s == NULL || *s == '\0')
+        return 0;
+    v = env_bytes("XCOLL_SHM_CMA_MIN", 0);
+    return v == 0 ? UINT64_MAX : v;
 }
 
-static size_t g_cma_min;
+/* A CMA read to reduce lands in pieces this big, which stay in cache
+ * between the read and the reduction; whole elements of every type. */
+#define XC_SHM_PULL_CHUNK ((size_t)65536)
 
 /* Slot payload by ranks per node: 8 KiB (a message of 8 KiB in one slot)
  * up to 8 ranks, smaller beyond, so a node of 64 ranks needs 64 x 64 x 8
@@ -290,8 +306,20 @@ static void req_free(xc_shm_req_t *r)
     g_nfree_reqs++;
 }
 
+/* A reducing receive's reduction of message bytes [off, off + n), at msg. */
+static void land_reduce(xc_shm_req_t *r, const void *msg, size_t off, size_t n)
+{
+    size_t es = xcoll_dtype_size(r->red.dtype);
+    xc_reduce((char *)r->red.dst + off, (const char *)r->red.a + off, msg, n / es, r->red.dtype,
+              r->red.op);
+}
+
 static void complete(xc_shm_req_t *r, xcoll_status_t st)
 {
+    /* a cancelled receive's buffers may be gone: it reduces nothing */
+    if (r->reducing && st == XCOLL_OK && !r->orphan)
+        land_reduce(r, r->rbuf, 0, r->len);
+    r->reducing = 0;
     r->complete = 1;
     r->status = st;
     if (r->orphan)
@@ -387,10 +415,31 @@ static void queue_ack(xc_shm_peer_t *p, uint64_t cookie, uint32_t status, xc_shm
     sendq_add(p, a);
 }
 
-/* Pulls a RNDV message into r's buffer and answers it. */
-static void pull(xc_shm_peer_t *p, xc_shm_req_t *r, uint64_t addr, uint64_t cookie)
+/* Reads the sender's buffer in cache-sized pieces and reduces each as it
+ * comes: the message is read once and never written out whole. */
+static int pull_reduce(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r, uint64_t addr)
 {
-    int bad = r->len > 0 && cma_read(p->pid, r->rbuf, addr, r->len) != 0;
+    if (c->bounce == NULL && (c->bounce = aligned_alloc(64, XC_SHM_PULL_CHUNK)) == NULL) {
+        /* not fatal: land it whole, reduce after */
+        return cma_read(p->pid, r->rbuf, addr, r->len);
+    }
+    for (size_t off = 0; off < r->len; off += XC_SHM_PULL_CHUNK) {
+        size_t n = r->len - off < XC_SHM_PULL_CHUNK ? r->len - off : XC_SHM_PULL_CHUNK;
+        if (cma_read(p->pid, c->bounce, addr + off, n) != 0)
+            return -1;
+        land_reduce(r, c->bounce, off, n);
+    }
+    r->reducing = 0;
+    return 0;
+}
+
+/* Pulls a RNDV message into r's buffer (or through the reduction) and
+ * answers it. */
+static void pull(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r, uint64_t addr,
+                 uint64_t cookie)
+{
+    int bad = r->len > 0 && (r->reducing ? pull_reduce(c, p, r, addr)
+                                         : cma_read(p->pid, r->rbuf, addr, r->len)) != 0;
     if (bad)
         xc_error("reading %zu bytes from rank %d (tag 0x%016llx) with process_vm_readv: %s",
                  r->len, p->rank, (unsigned long long)r->tag, strerror(errno));
@@ -542,11 +591,15 @@ static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *h,
             return 0;
         }
         if (kind == XC_SHM_RNDV) {
-            pull(p, r, h->addr, h->cookie);
+            pull(c, p, r, h->addr, h->cookie);
             return 0;
         }
-        if (frag > 0)
+        if (r->reducing && frag == msg_len) {
+            land_reduce(r, payload, 0, frag); /* from the slot: no copy first */
+            r->reducing = 0;
+        } else if (frag > 0) {
             memcpy(r->rbuf, payload, frag);
+        }
         r->done = frag;
         p->cur_left = (size_t)msg_len - frag;
         if (p->cur_left == 0)
@@ -691,6 +744,7 @@ static int progress_comm(xc_shm_comm_t *c)
 typedef struct {
     uint64_t node;
     uint64_t max_len;
+    uint64_t cma_min;   /* cma_min_asked() */
     uint64_t probe_addr;
     uint64_t probe_val;
     int64_t pid;
@@ -802,6 +856,7 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
     memset(&me, 0, sizeof(me));
     me.node = xc_node_key();
     me.max_len = env_bytes("XCOLL_SHM_MAX", XC_SHM_MAX_DEFAULT);
+    me.cma_min = cma_min_asked();
     me.pid = (int64_t)getpid();
     g_cma_probe = now_ns() ^ ((uint64_t)getpid() << 32) ^ 0x78636f6c6cull;
     me.probe_val = g_cma_probe;
@@ -829,11 +884,16 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
         xc_error("shared memory: the bootstrap allgather failed");
         goto fail_boot;
     }
-    /* where messages switch to UCX must be the same on every rank */
+    /* where messages switch to UCX or CMA must be the same on every rank */
     c->max_len = (size_t)me.max_len;
-    for (size_t r = 0; r < n; r++) {
+    for (size_t r = 0; r < n; r++)
         if (hello[r].max_len < c->max_len)
             c->max_len = (size_t)hello[r].max_len;
+    c->cma_min = 0;
+    for (size_t r = 0; r < n; r++) {
+        uint64_t m = hello[r].cma_min == 0 ? (uint64_t)c->max_len + 1 : hello[r].cma_min;
+        if (m > c->cma_min)
+            c->cma_min = m > SIZE_MAX ? SIZE_MAX : (size_t)m;
         all_want &= hello[r].want != 0;
         c->local_of[r] = -1;
         if (hello[r].node == me.node)
@@ -863,18 +923,18 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
     memset(&mine, 0, sizeof(mine));
     mine.seg_ok = create_segment(c, mine.name) == 0;
     /* CMA is used only if every rank can read every local peer */
-    mine.cma_ok = g_cma_min != SIZE_MAX;
+    mine.cma_ok = c->cma_min != SIZE_MAX;
     for (size_t r = 0; r < n && mine.cma_ok; r++) {
         uint64_t v = 0;
         if (c->local_of[r] < 0 || (int)r == c->rank)
             continue;
         if (cma_read((pid_t)hello[r].pid, &v, hello[r].probe_addr, sizeof(v)) != 0) {
-            xc_info("shared memory: no single-copy reads from rank %zu (%s): large messages "
-                    "go through the rings", r, strerror(errno));
+            xc_info("shared memory: no single-copy reads from rank %zu (%s): long messages "
+                    "go without them", r, strerror(errno));
             mine.cma_ok = 0;
         } else if (v != hello[r].probe_val) {
             xc_info("shared memory: no single-copy reads from rank %zu (it read another "
-                    "value): large messages go through the rings", r);
+                    "value): long messages go without them", r);
             mine.cma_ok = 0;
         }
     }
@@ -938,9 +998,8 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
     if (c->nlocal > sysconf(_SC_NPROCESSORS_ONLN))
         g_oversubscribed = 1;
     if (c->cma)
-        xc_info("shared memory: %d ranks on this node, %zu-byte slots, messages of %zu B to "
-                "%zu B read in one copy (CMA), longer ones by UCX", c->nlocal, c->payload,
-                g_cma_min, c->max_len);
+        xc_info("shared memory: %d ranks on this node, %zu-byte slots, messages from %zu B read "
+                "in one copy (CMA)", c->nlocal, c->payload, c->cma_min);
     else
         xc_info("shared memory: %d ranks on this node, %zu-byte slots, messages over %zu B by UCX",
                 c->nlocal, c->payload, c->max_len);
@@ -1019,6 +1078,7 @@ static void shm_comm_fini(void *tl_comm)
     unmap_all(c);
     free(c->peers);
     free(c->local_of);
+    free(c->bounce);
     if (c->ucx != NULL)
         xc_ucx_transport.comm_fini(c->ucx);
     free(c);
@@ -1067,8 +1127,6 @@ static xcoll_status_t shm_comm_init(const xcoll_bootstrap_t *boot, void **tl_com
     c->ucx = ucx;
     c->rank = boot->rank;
     c->size = boot->size;
-    if (g_cma_min == 0)
-        g_cma_min = cma_min();
     on = setup(c, boot);
     if (on < 0) {
         shm_comm_fini(c);
@@ -1090,12 +1148,19 @@ static xcoll_status_t ucx_posted(xcoll_status_t st, void **req)
     return st;
 }
 
-/* Long collective messages go to UCX. Point-to-point ones never do: the
- * public contract reports a receive of another count as XCOLL_ERR_TRUNCATED,
- * which needs both ends on one path whatever the lengths. */
-static int by_ucx(const xc_shm_comm_t *c, uint64_t tag, size_t len)
+/* A message to a local peer that its receiver reads from our memory. */
+static int by_cma(const xc_shm_comm_t *c, int peer, size_t len)
 {
-    return len > c->max_len && (tag & XC_TAG_P2P_BIT) == 0;
+    return c->cma && len >= c->cma_min && peer != c->rank;
+}
+
+/* Long collective messages go to UCX, unless read by CMA. Point-to-point
+ * ones never do: the public contract reports a receive of another count as
+ * XCOLL_ERR_TRUNCATED, which needs both ends on one path whatever the
+ * lengths. */
+static int by_ucx(const xc_shm_comm_t *c, int peer, uint64_t tag, size_t len)
+{
+    return len > c->max_len && (tag & XC_TAG_P2P_BIT) == 0 && !by_cma(c, peer, len);
 }
 
 static int args_ok(const xc_shm_comm_t *c, int peer, void **req)
@@ -1121,7 +1186,7 @@ static xcoll_status_t shm_isend(void *tl_comm, int peer, uint64_t tag, const voi
     int i;
     if (!args_ok(c, peer, req))
         return XCOLL_ERR_INVALID_ARG;
-    if ((i = local_peer(c, peer)) < 0 || by_ucx(c, tag, len))
+    if ((i = local_peer(c, peer)) < 0 || by_ucx(c, peer, tag, len))
         return ucx_posted(xc_ucx_transport.isend(c->ucx, peer, tag, buf, len, req), req);
     if (c->broken)
         return XCOLL_ERR_TRANSPORT;
@@ -1135,7 +1200,7 @@ static xcoll_status_t shm_isend(void *tl_comm, int peer, uint64_t tag, const voi
     r->tag = tag;
     r->sbuf = buf;
     r->len = len;
-    r->rndv = c->cma && len >= g_cma_min && peer != c->rank;
+    r->rndv = by_cma(c, peer, len);
     r->cookie = ++p->next_cookie;
     sendq_add(p, r);
     push(c, p);
@@ -1148,32 +1213,27 @@ static xcoll_status_t shm_isend(void *tl_comm, int peer, uint64_t tag, const voi
     return XCOLL_OK;
 }
 
-static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
-                                void **req)
+/* A receive from local peer p; red (NULL: none) as in irecv_reduce. */
+static xcoll_status_t post_recv(xc_shm_comm_t *c, xc_shm_peer_t *p, uint64_t tag, void *buf,
+                                size_t len, const xc_land_reduce_t *red, void **req)
 {
-    xc_shm_comm_t *c = tl_comm;
-    xc_shm_peer_t *p;
     xc_shm_unexp_t **up, *u, *prev = NULL;
     xc_shm_req_t *r;
     xcoll_status_t st;
-    int i;
-    if (!args_ok(c, peer, req))
-        return XCOLL_ERR_INVALID_ARG;
-    if ((i = local_peer(c, peer)) < 0 || by_ucx(c, tag, len))
-        return ucx_posted(xc_ucx_transport.irecv(c->ucx, peer, tag, buf, len, req), req);
-    if (c->broken)
-        return XCOLL_ERR_TRANSPORT;
-    p = &c->peers[i];
     *req = NULL;
     r = req_new();
     if (r == NULL) {
-        xc_error("out of memory for a receive from rank %d", peer);
+        xc_error("out of memory for a receive from rank %d", p->rank);
         return XCOLL_ERR_NO_MEMORY;
     }
     r->kind = REQ_RECV;
     r->tag = tag;
     r->rbuf = buf;
     r->len = len;
+    if (red != NULL) {
+        r->reducing = len > 0;
+        r->red = *red;
+    }
     for (up = &p->unexp; (u = *up) != NULL; prev = u, up = &u->next)
         if (u->tag == tag)
             break;
@@ -1202,7 +1262,7 @@ static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf
         return XCOLL_OK;
     }
     if (u->rndv) {
-        pull(p, r, u->addr, u->cookie);
+        pull(c, p, r, u->addr, u->cookie);
         free(u);
         push(c, p);
         if (r->complete && r->status == XCOLL_OK)
@@ -1211,20 +1271,53 @@ static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf
             *req = tagged(r);
         return XCOLL_OK;
     }
-    if (u->arrived > 0)
-        memcpy(buf, u->data, u->arrived);
     if (u == p->cur_unexp) {
         /* still arriving: the rest goes straight into buf */
+        if (u->arrived > 0)
+            memcpy(buf, u->data, u->arrived);
         r->done = u->arrived;
         p->cur = r;
         p->cur_unexp = NULL;
         *req = tagged(r);
     } else {
+        if (r->reducing)
+            land_reduce(r, u->data, 0, len); /* all here: no copy first */
+        else if (u->arrived > 0)
+            memcpy(buf, u->data, u->arrived);
         req_free(r);
     }
     free(u->data);
     free(u);
     return XCOLL_OK;
+}
+
+static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
+                                void **req)
+{
+    xc_shm_comm_t *c = tl_comm;
+    int i;
+    if (!args_ok(c, peer, req))
+        return XCOLL_ERR_INVALID_ARG;
+    if ((i = local_peer(c, peer)) < 0 || by_ucx(c, peer, tag, len))
+        return ucx_posted(xc_ucx_transport.irecv(c->ucx, peer, tag, buf, len, req), req);
+    if (c->broken)
+        return XCOLL_ERR_TRANSPORT;
+    return post_recv(c, &c->peers[i], tag, buf, len, NULL, req);
+}
+
+/* Messages that UCX carries are declined: it lands them whole anyway. */
+static xcoll_status_t shm_irecv_reduce(void *tl_comm, int peer, uint64_t tag, void *buf,
+                                       size_t len, const xc_land_reduce_t *red, void **req)
+{
+    xc_shm_comm_t *c = tl_comm;
+    int i;
+    if (!args_ok(c, peer, req) || red == NULL)
+        return XCOLL_ERR_INVALID_ARG;
+    if ((i = local_peer(c, peer)) < 0 || by_ucx(c, peer, tag, len))
+        return XCOLL_DECLINED;
+    if (c->broken)
+        return XCOLL_ERR_TRANSPORT;
+    return post_recv(c, &c->peers[i], tag, buf, len, red, req);
 }
 
 /* Unlinks r from wherever it waits in p; 1 if p held it. */
@@ -1375,6 +1468,7 @@ const xc_transport_t xc_shm_transport = {
     .comm_fini = shm_comm_fini,
     .isend = shm_isend,
     .irecv = shm_irecv,
+    .irecv_reduce = shm_irecv_reduce,
     .test = shm_test,
     .cancel = shm_cancel,
     .progress = shm_progress,

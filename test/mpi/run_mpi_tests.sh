@@ -124,9 +124,10 @@ run_timeout() {
 total_start=$(now)
 
 # The transports on their own first: if one is broken, everything else is
-# noise. UCX, then shared memory (the default within a node for messages
-# of up to 8 KiB), then shared memory for messages of up to 64 MiB, through
-# the rings and read in one copy (CMA) from 16 KiB.
+# noise. UCX, then shared memory (the default within a node: messages of
+# up to 8 KiB through the rings, longer ones read in one copy by CMA), then
+# rings for messages of up to 64 MiB, CMA from 16 KiB, and no CMA (longer
+# messages by UCX, as where CMA is not permitted).
 if [ -x "$bindir/test_transport" ]; then
     for np in 2 4; do
         run test_transport $np -q
@@ -144,7 +145,11 @@ if [ -x "$bindir/test_transport" ]; then
     label=.shm-cma
     run test_transport 3 -q
     run test_coll 3 --quick
-    unset XCOLL_SHM_CMA_MIN XCOLL_SHM_MAX TEST_TRANSPORT
+    unset XCOLL_SHM_MAX
+    export XCOLL_SHM_CMA_MIN=0
+    label=.shm-nocma
+    run test_coll 3 --quick
+    unset XCOLL_SHM_CMA_MIN TEST_TRANSPORT
     label=
 else
     echo "run_mpi_tests: SKIP test_transport (not built)"
@@ -195,6 +200,28 @@ if [ -x "$bindir/test_coll" ]; then
             $MPIRUN $MPIRUN_FLAGS -np 3 "$bindir/test_coll" --quick
     else
         echo "run_mpi_tests: SKIP test_coll.shm-full (needs root and unshare -m for a small /dev/shm)"
+    fi
+    # A rank that may not read its peers' memory (seccomp, as in some
+    # containers): every rank agrees to go without single-copy reads, says
+    # why, and is right. Long messages then go to UCX, which must not try
+    # CMA either.
+    err=$logdir/test_coll.cma-denied.3.err
+    # shellcheck disable=SC2086
+    XCOLL_LOG=info UCX_TLS=^cma timeout "$TEST_TIMEOUT" $MPIRUN $MPIRUN_FLAGS -x UCX_TLS \
+        -np 1 "$bindir/deny_cma" "$bindir/test_coll" --quick : -np 2 "$bindir/test_coll" --quick \
+        > /dev/null 2> "$err"
+    rc=$?
+    if [ "$rc" -eq 0 ] && grep -q "no single-copy reads from rank .*Operation not permitted" "$err" &&
+        ! grep -q "read in one copy (CMA)" "$err"; then
+        echo "run_mpi_tests: PASS test_coll.cma-denied -np 3: every rank went without CMA"
+        passed=$((passed + 1))
+    elif [ "$rc" -eq 77 ] || grep -q "deny_cma: no seccomp" "$err"; then
+        echo "run_mpi_tests: SKIP test_coll.cma-denied (no seccomp filters here)"
+    else
+        echo "run_mpi_tests: FAIL test_coll.cma-denied -np 3 (rc $rc):"
+        grep -m 20 "FAIL\|error\|single-copy\|CMA" "$err"
+        failed=$((failed + 1))
+        failed_runs="$failed_runs test_coll.cma-denied@3"
     fi
     # UCX alone within the node too, as between nodes
     export XCOLL_SHM=0

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "loopback.h"
 #include "log.h"
 
@@ -23,6 +24,8 @@ typedef struct lb_req {
     int in_transit;   /* matched, data not moved yet (delayed mode) */
     int done;
     xcoll_status_t status;
+    int reducing;     /* receive from lb_irecv_reduce */
+    xc_land_reduce_t red;
 } lb_req_t;
 
 typedef struct {
@@ -47,6 +50,7 @@ struct lb_world {
     int n;
     int eager;
     int delayed;
+    int land_reduce; /* offers irecv_reduce */
     uint64_t rng;
     lb_transit_t *transit;
     size_t ntransit, transit_cap;
@@ -155,6 +159,8 @@ void lb_world_set_eager(lb_world_t *w, int eager) { w->eager = eager; }
 
 void lb_world_set_device(lb_world_t *w, int device) { w->device = device; }
 
+void lb_world_set_land_reduce(lb_world_t *w, int on) { w->land_reduce = on; }
+
 void lb_world_set_delayed(lb_world_t *w, int delayed, uint64_t seed)
 {
     w->delayed = delayed;
@@ -189,12 +195,36 @@ size_t lb_world_pending(const lb_world_t *w)
     return n + w->ntransit;
 }
 
+static uint64_t next_random(lb_world_t *w);
+
+/* A reducing receive takes its message as a transport reading the
+ * sender's memory does: in pieces (of random sizes here, whole elements),
+ * never landing it. A landing buffer apart from the destination gets
+ * garbage, so an engine that reads it after all fails. */
+static void reduce_in_pieces(lb_world_t *w, const lb_req_t *s, const lb_req_t *r)
+{
+    size_t es = xcoll_dtype_size(r->red.dtype), off = 0;
+    while (off < r->len) {
+        size_t n = (1 + next_random(w) % 64) * es;
+        if (n > r->len - off)
+            n = r->len - off;
+        xc_reduce((char *)r->red.dst + off, (const char *)r->red.a + off,
+                  (const char *)s->buf + off, n / es, r->red.dtype, r->red.op);
+        off += n;
+    }
+    /* a schedule may name its landing buffer as the destination */
+    if ((char *)r->buf + r->len <= (char *)r->red.dst || (char *)r->red.dst + r->len <= (char *)r->buf)
+        memset(r->buf, 0xa5, r->len);
+}
+
 /* Moves the data of send s into receive r and completes both (a send
  * nobody holds any more is freed). */
 static void deliver(lb_endpoint_t *dst, lb_req_t *s, lb_req_t *r)
 {
     size_t n = s->len < r->len ? s->len : r->len;
-    if (n > 0)
+    if (r->reducing && s->len == r->len)
+        reduce_in_pieces(dst->world, s, r);
+    else if (n > 0)
         memcpy(r->buf, s->buf, n);
     r->status = s->len == r->len ? XCOLL_OK : XCOLL_ERR_TRUNCATED;
     r->done = 1;
@@ -321,8 +351,8 @@ static xcoll_status_t lb_isend(void *tl_comm, int peer, uint64_t tag, const void
     return XCOLL_OK;
 }
 
-static xcoll_status_t lb_irecv(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
-                               void **req)
+static xcoll_status_t post_recv(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
+                                const xc_land_reduce_t *red, void **req)
 {
     lb_endpoint_t *dst = tl_comm;
     lb_world_t *w = dst->world;
@@ -344,6 +374,10 @@ static xcoll_status_t lb_irecv(void *tl_comm, int peer, uint64_t tag, void *buf,
     r->buf = buf;
     r->len = len;
     r->has_owner = 1;
+    if (red != NULL) {
+        r->reducing = 1;
+        r->red = *red;
+    }
     s = q_find(&dst->unexpected, peer, tag);
     if (s != NULL && w->delayed) {
         q_remove(&dst->unexpected, s);
@@ -370,6 +404,25 @@ static xcoll_status_t lb_irecv(void *tl_comm, int peer, uint64_t tag, void *buf,
     q_push(&dst->posted, r);
     *req = r;
     return XCOLL_OK;
+}
+
+static xcoll_status_t lb_irecv(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
+                               void **req)
+{
+    return post_recv(tl_comm, peer, tag, buf, len, NULL, req);
+}
+
+static xcoll_status_t lb_irecv_reduce(void *tl_comm, int peer, uint64_t tag, void *buf,
+                                      size_t len, const xc_land_reduce_t *red, void **req)
+{
+    lb_endpoint_t *ep = tl_comm;
+    if (!ep->world->land_reduce)
+        return XCOLL_DECLINED;
+    if (red == NULL || red->dst == NULL || red->a == NULL || buf == NULL) {
+        xc_error("loopback: rank %d: a reducing receive without its buffers", ep->rank);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    return post_recv(tl_comm, peer, tag, buf, len, red, req);
 }
 
 static xcoll_status_t lb_test(void *tl_comm, void *req)
@@ -460,6 +513,7 @@ const xc_transport_t lb_transport = {
     .comm_fini = lb_comm_fini,
     .isend = lb_isend,
     .irecv = lb_irecv,
+    .irecv_reduce = lb_irecv_reduce,
     .test = lb_test,
     .cancel = lb_cancel,
     .progress = lb_progress,

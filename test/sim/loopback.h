@@ -36,6 +36,11 @@ void lb_world_set_eager(lb_world_t *w, int eager);
  * does), so the engine hands it device buffers instead of staging. */
 void lb_world_set_device(lb_world_t *w, int device);
 
+/* 1: the transport offers irecv_reduce and reduces messages in pieces
+ * as they land, leaving garbage in the landing buffer; 0 (default): it
+ * declines, and the engine reduces. */
+void lb_world_set_land_reduce(lb_world_t *w, int on);
+
 /* Delayed mode: a matched send and receive stay in flight (neither
  * completes, no data moves) until lb_world_deliver() picks them, each call
  * moving a pseudo-random half (seeded) of what is in flight. It exposes

@@ -79,6 +79,7 @@ typedef struct {
     int in_place;
     int eager;
     int immediate; /* deliver at match time, not after a random delay */
+    int land_reduce; /* the transport reduces as messages land */
     int topo;      /* hier: nodes of topo consecutive ranks (> 0), ranks dealt
                       round robin over -topo nodes (< 0); 0: no topology */
 } case_t;
@@ -994,6 +995,7 @@ static void run_case(const case_t *c)
     lb_world_set_eager(w, c->eager);
     lb_world_set_device(w, gpu_mode == 2);
     lb_world_set_delayed(w, !c->immediate, seq);
+    lb_world_set_land_reduce(w, c->land_reduce);
     inputs = calloc((size_t)P, sizeof(void *));
     if (inputs == NULL) {
         fprintf(stderr, "test_sim: out of memory\n");
@@ -1169,12 +1171,14 @@ static const xcoll_dtype_t move_dtypes[] = {XCOLL_INT32, XCOLL_UINT8, XCOLL_FLOA
 static unsigned long ncase;
 
 /* Mostly rendezvous with random delays (the strictest), some eager, some
- * delivered at match time. */
+ * delivered at match time; every other case with a transport that reduces
+ * as messages land (as shared memory does). */
 static void vary_delivery(case_t *c)
 {
     unsigned long k = ncase++ % 6;
     c->eager = k == 4;
     c->immediate = k == 5;
+    c->land_reduce = k % 2 == 1;
 }
 
 static void run_roots(case_t *c)
@@ -1314,6 +1318,7 @@ static void run_pipelined(void)
                 c.in_place = ip;
                 c.root = P - 1;
                 c.eager = ip;
+                c.land_reduce = (int)(i % 2);
                 run_case(&c);
             }
         }
