@@ -148,6 +148,17 @@ static void finish_step(xc_exec_t *x, uint32_t i)
     }
 }
 
+/* dst = a op b, or b op a for a recv+reduce whose message (b) is the left
+ * operand. */
+static void reduce_operands(const xc_sched_t *s, const xc_step_t *st, void *dst, const void *a,
+                            const void *b, size_t count)
+{
+    if (st->kind == XC_STEP_RECV_REDUCE && st->msg_left)
+        xc_reduce(dst, b, a, count, s->dtype, s->op);
+    else
+        xc_reduce(dst, a, b, count, s->dtype, s->op);
+}
+
 /* The local part of a step: all of a local step, the reduction after a
  * receive. */
 static xcoll_status_t run_local(xc_exec_t *x, const xc_step_t *st)
@@ -173,7 +184,7 @@ static xcoll_status_t run_local(xc_exec_t *x, const xc_step_t *st)
         const void *a = addr(x, st->a), *b = addr(x, st->b);
         if (dst == NULL || a == NULL || b == NULL)
             break;
-        xc_reduce(dst, a, b, count, s->dtype, s->op);
+        reduce_operands(s, st, dst, a, b, count);
         return XCOLL_OK;
     }
     case XC_STEP_DIVIDE:
@@ -204,6 +215,7 @@ static xcoll_status_t post_reducing_recv(xc_exec_t *x, const xc_step_t *st, void
     red.a = addr(x, st->a);
     red.dtype = x->sched->dtype;
     red.op = x->sched->op;
+    red.msg_left = st->msg_left;
     if (red.dst == NULL || red.a == NULL || landing == NULL)
         return XCOLL_DECLINED; /* run_local reports the missing buffer */
     return x->tl->irecv_reduce(x->tl_comm, st->peer, tag_for(x, st, st->peer), landing,
@@ -389,11 +401,11 @@ static xcoll_status_t lay_run_local(xc_exec_t *x, const xc_step_t *st, const voi
                 rc = lay_no_memory(x, st->bytes);
                 break;
             }
-            xc_reduce(d, a, b, count, s->dtype, s->op);
+            reduce_operands(s, st, d, a, b, count);
             rc = lay_unpack(x, st->dst, d, st->bytes);
             break;
         }
-        xc_reduce(d, a, b, count, s->dtype, s->op);
+        reduce_operands(s, st, d, a, b, count);
         break;
     case XC_STEP_DIVIDE:
         if (rc != XCOLL_OK || d != NULL) /* d: not on the layout after all */
@@ -591,7 +603,8 @@ static xcoll_status_t gpu_reserve(xc_exec_t *x)
     return XCOLL_OK;
 }
 
-/* dst = a op b on the GPU (queue WORK), then the step's event. */
+/* dst = a op b on the GPU (queue WORK; b op a for a recv+reduce whose
+ * message is the left operand), then the step's event. */
 static xcoll_status_t gpu_reduce(xc_exec_t *x, uint32_t i, void *dst, xc_memtype_t md,
                                  const void *a, xc_memtype_t ma, const void *b, xc_memtype_t mb,
                                  size_t bytes)
@@ -626,7 +639,9 @@ static xcoll_status_t gpu_reduce(xc_exec_t *x, uint32_t i, void *dst, xc_memtype
     }
     if (down)
         kd = dst == a ? (void *)(uintptr_t)ka : dst == b ? (void *)(uintptr_t)kb : t;
-    if (rc == XCOLL_OK)
+    if (rc == XCOLL_OK && s->steps[i].kind == XC_STEP_RECV_REDUCE && s->steps[i].msg_left)
+        rc = gpu->reduce(kd, kb, ka, bytes / s->dsize, s->dtype, s->op, XC_GPU_Q_WORK);
+    else if (rc == XCOLL_OK)
         rc = gpu->reduce(kd, ka, kb, bytes / s->dsize, s->dtype, s->op, XC_GPU_Q_WORK);
     if (rc == XCOLL_OK && down)
         rc = gpu->copy(dst, kd, bytes, XC_GPU_Q_WORK);

@@ -173,14 +173,21 @@ int xc_recv(xc_sched_t *s, int peer, xc_ref_t dst, size_t bytes, const int *deps
     return add_step(s, &st, deps, ndeps);
 }
 
-int xc_recv_reduce(xc_sched_t *s, int peer, xc_ref_t landing, xc_ref_t a, xc_ref_t dst,
-                   size_t bytes, const int *deps, int ndeps)
+int xc_recv_reduce_ordered(xc_sched_t *s, int peer, xc_ref_t landing, xc_ref_t a, xc_ref_t dst,
+                           size_t bytes, int a_left, const int *deps, int ndeps)
 {
     xc_step_t st = step_of(XC_STEP_RECV_REDUCE, peer, bytes);
     st.a = a;
     st.b = landing;
     st.dst = dst;
+    st.msg_left = !a_left;
     return add_step(s, &st, deps, ndeps);
+}
+
+int xc_recv_reduce(xc_sched_t *s, int peer, xc_ref_t landing, xc_ref_t a, xc_ref_t dst,
+                   size_t bytes, const int *deps, int ndeps)
+{
+    return xc_recv_reduce_ordered(s, peer, landing, a, dst, bytes, 1, deps, ndeps);
 }
 
 int xc_copy(xc_sched_t *s, xc_ref_t src, xc_ref_t dst, size_t bytes, const int *deps, int ndeps)
@@ -300,9 +307,10 @@ void xc_sched_print(const xc_sched_t *s, void *file)
                     buf_name(st->dst.buf), st->dst.off, st->slot);
             break;
         case XC_STEP_RECV_REDUCE:
-            fprintf(f, "recv+reduce %zu B rank %d -> %s+%zu; %s+%zu = %s+%zu op it (#%u)",
+            fprintf(f, "recv+reduce %zu B rank %d -> %s+%zu; %s+%zu = %s%s+%zu%s (#%u)",
                     st->bytes, st->peer, buf_name(st->b.buf), st->b.off, buf_name(st->dst.buf),
-                    st->dst.off, buf_name(st->a.buf), st->a.off, st->slot);
+                    st->dst.off, st->msg_left ? "it op " : "", buf_name(st->a.buf), st->a.off,
+                    st->msg_left ? "" : " op it", st->slot);
             break;
         case XC_STEP_COPY:
             fprintf(f, "copy   %8zu B %s+%zu -> %s+%zu", st->bytes, buf_name(st->a.buf),

@@ -31,7 +31,7 @@ typedef struct {
 typedef enum {
     XC_STEP_SEND = 0,    /* send bytes at a to peer */
     XC_STEP_RECV,        /* receive bytes from peer into dst */
-    XC_STEP_RECV_REDUCE, /* receive into b, then dst = a op b */
+    XC_STEP_RECV_REDUCE, /* receive into b, then dst = a op b (b op a if msg_left) */
     XC_STEP_COPY,        /* dst = a (memmove) */
     XC_STEP_REDUCE,      /* dst = a op b */
     XC_STEP_DIVIDE,      /* dst /= divisor (finishes AVG) */
@@ -40,6 +40,7 @@ typedef enum {
 
 typedef struct {
     uint8_t kind;       /* xc_step_kind_t */
+    uint8_t msg_left;   /* RECV_REDUCE: the message is the left operand */
     int32_t peer;       /* send/recv only */
     uint32_t slot;      /* message ordinal with peer in this direction */
     size_t bytes;
@@ -104,6 +105,11 @@ int xc_send(xc_sched_t *s, int peer, xc_ref_t src, size_t bytes, const int *deps
 int xc_recv(xc_sched_t *s, int peer, xc_ref_t dst, size_t bytes, const int *deps, int ndeps);
 int xc_recv_reduce(xc_sched_t *s, int peer, xc_ref_t landing, xc_ref_t a, xc_ref_t dst,
                    size_t bytes, const int *deps, int ndeps);
+/* The same with the operands in a given order: dst = a op message if
+ * a_left, else message op a (bit-identical results need every rank to
+ * combine the same two values in the same order, NaN payloads included). */
+int xc_recv_reduce_ordered(xc_sched_t *s, int peer, xc_ref_t landing, xc_ref_t a, xc_ref_t dst,
+                           size_t bytes, int a_left, const int *deps, int ndeps);
 int xc_copy(xc_sched_t *s, xc_ref_t src, xc_ref_t dst, size_t bytes, const int *deps, int ndeps);
 int xc_reduce_local(xc_sched_t *s, xc_ref_t a, xc_ref_t b, xc_ref_t dst, size_t bytes,
                     const int *deps, int ndeps);

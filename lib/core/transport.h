@@ -10,13 +10,15 @@
 #include "xcoll.h"
 
 /* A reduction that a receive performs as its message lands: when the
- * receive completes, dst = a op message, element by element. dst may be a,
- * or the receive's buffer; otherwise none of the three overlap. */
+ * receive completes, dst = a op message (message op a if msg_left),
+ * element by element. dst may be a, or the receive's buffer; otherwise
+ * none of the three overlap. */
 typedef struct {
     void *dst;
     const void *a;
     xcoll_dtype_t dtype;
     xcoll_op_t op;
+    int msg_left;
 } xc_land_reduce_t;
 
 typedef struct xc_transport {

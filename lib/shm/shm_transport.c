@@ -310,8 +310,12 @@ static void req_free(xc_shm_req_t *r)
 static void land_reduce(xc_shm_req_t *r, const void *msg, size_t off, size_t n)
 {
     size_t es = xcoll_dtype_size(r->red.dtype);
-    xc_reduce((char *)r->red.dst + off, (const char *)r->red.a + off, msg, n / es, r->red.dtype,
-              r->red.op);
+    const char *a = (const char *)r->red.a + off;
+    char *dst = (char *)r->red.dst + off;
+    if (r->red.msg_left)
+        xc_reduce(dst, msg, a, n / es, r->red.dtype, r->red.op);
+    else
+        xc_reduce(dst, a, msg, n / es, r->red.dtype, r->red.op);
 }
 
 static void complete(xc_shm_req_t *r, xcoll_status_t st)

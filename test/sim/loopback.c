@@ -208,12 +208,17 @@ static void reduce_in_pieces(lb_world_t *w, const lb_req_t *s, const lb_req_t *r
         size_t n = (1 + next_random(w) % 64) * es;
         if (n > r->len - off)
             n = r->len - off;
-        xc_reduce((char *)r->red.dst + off, (const char *)r->red.a + off,
-                  (const char *)s->buf + off, n / es, r->red.dtype, r->red.op);
+        const char *a = (const char *)r->red.a + off, *m = (const char *)s->buf + off;
+        char *d = (char *)r->red.dst + off;
+        if (r->red.msg_left)
+            xc_reduce(d, m, a, n / es, r->red.dtype, r->red.op);
+        else
+            xc_reduce(d, a, m, n / es, r->red.dtype, r->red.op);
         off += n;
     }
     /* a schedule may name its landing buffer as the destination */
-    if ((char *)r->buf + r->len <= (char *)r->red.dst || (char *)r->red.dst + r->len <= (char *)r->buf)
+    if ((char *)r->buf + r->len <= (char *)r->red.dst ||
+        (char *)r->red.dst + r->len <= (char *)r->buf)
         memset(r->buf, 0xa5, r->len);
 }
 

@@ -210,6 +210,31 @@ static void test_recv_reduce(int delayed)
     world_close(&W);
 }
 
+/* The operand order of a recv+reduce, which bit-identical results rest on:
+ * max of two NaNs keeps the left one's payload, so the result tells which
+ * operand was on the left, with the engine reducing (land_reduce 0) and
+ * with the transport reducing as the message lands (1). */
+static void test_recv_reduce_order(int land_reduce, int a_left)
+{
+    world_t W;
+    uint32_t mine = 0x7fc00001u, theirs = 0x7fc00002u, got = 0, want = a_left ? mine : theirs;
+    void *sends[2] = {&mine, &theirs}, *recvs[2] = {&got, NULL};
+    size_t t;
+
+    world_open(&W, 2, XCOLL_FLOAT32, XCOLL_MAX);
+    lb_world_set_land_reduce(W.w, land_reduce);
+    t = xc_sched_tmp(&W.s[0], sizeof(mine));
+    xc_recv_reduce_ordered(&W.s[0], 1, XC_AT_TMP(t), XC_AT_SEND(0), XC_AT_RECV(0), sizeof(mine),
+                           a_left, XC_NODEPS);
+    xc_send(&W.s[1], 0, XC_AT_SEND(0), sizeof(theirs), XC_NODEPS);
+    CHECK(world_bind(&W, sends, recvs), "bind");
+    CHECK(world_run(&W) && W.st[0] == XCOLL_OK && W.st[1] == XCOLL_OK, "status %d %d", W.st[0],
+          W.st[1]);
+    CHECK(got == want, "land_reduce %d, a_left %d: got 0x%08x, want 0x%08x", land_reduce, a_left,
+          (unsigned)got, (unsigned)want);
+    world_close(&W);
+}
+
 /* A receive that gets a different length than posted fails, either way. */
 static void test_truncation(int send_bytes, int recv_bytes, int eager)
 {
@@ -452,6 +477,8 @@ int main(void)
         test_many_steps(5000, delayed, 0);
         test_many_steps(600, delayed, 1);
     }
+    for (delayed = 0; delayed < 4; delayed++)
+        test_recv_reduce_order(delayed & 1, delayed >> 1);
     test_local_steps();
     test_truncation(8, 4, 0);
     test_truncation(4, 8, 0);
