@@ -895,7 +895,10 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
             c->max_len = (size_t)hello[r].max_len;
     c->cma_min = 0;
     for (size_t r = 0; r < n; r++) {
-        uint64_t m = hello[r].cma_min == 0 ? (uint64_t)c->max_len + 1 : hello[r].cma_min;
+        /* unset: just above the slots (which may take everything) */
+        uint64_t m = hello[r].cma_min != 0 ? hello[r].cma_min
+                     : c->max_len < SIZE_MAX ? (uint64_t)c->max_len + 1
+                     : UINT64_MAX;
         if (m > c->cma_min)
             c->cma_min = m > SIZE_MAX ? SIZE_MAX : (size_t)m;
         all_want &= hello[r].want != 0;
@@ -1001,7 +1004,11 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
     }
     if (c->nlocal > sysconf(_SC_NPROCESSORS_ONLN))
         g_oversubscribed = 1;
-    if (c->cma)
+    if (c->cma && c->max_len < SIZE_MAX && c->cma_min > c->max_len + 1)
+        xc_info("shared memory: %d ranks on this node, %zu-byte slots, messages from %zu B read "
+                "in one copy (CMA), collective ones of %zu B to that size by UCX", c->nlocal,
+                c->payload, c->cma_min, c->max_len + 1);
+    else if (c->cma)
         xc_info("shared memory: %d ranks on this node, %zu-byte slots, messages from %zu B read "
                 "in one copy (CMA)", c->nlocal, c->payload, c->cma_min);
     else
