@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "dtype.h"
 #include "xcoll.h"
 
 /* A reduction that a receive performs as its message lands: when the
@@ -20,6 +21,20 @@ typedef struct {
     xcoll_op_t op;
     int msg_left;
 } xc_land_reduce_t;
+
+/* What an irecv_reduce does with each piece of the message it has: bytes
+ * [off, off + n) of the message, at msg, whole elements. */
+static inline void xc_land_reduce_apply(const xc_land_reduce_t *red, size_t off, const void *msg,
+                                        size_t n)
+{
+    const char *a = (const char *)red->a + off;
+    char *dst = (char *)red->dst + off;
+    size_t count = n / xcoll_dtype_size(red->dtype);
+    if (red->msg_left)
+        xc_reduce(dst, msg, a, count, red->dtype, red->op);
+    else
+        xc_reduce(dst, a, msg, count, red->dtype, red->op);
+}
 
 typedef struct xc_transport {
     const char *name;

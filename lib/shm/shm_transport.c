@@ -57,7 +57,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dtype.h"
 #include "log.h"
 #include "tag.h"
 #include "topo.h"
@@ -233,12 +232,9 @@ static size_t env_bytes(const char *name, size_t dflt)
  * buffer. In the hello: 0 = unset, UINT64_MAX = never. */
 static uint64_t cma_min_asked(void)
 {
-    const char *s = getenv("XCOLL_SHM_CMA_MIN");
-    uint64_t v;
-    if (s == NULL || *s == '\0')
-        return 0;
-    v = env_bytes("XCOLL_SHM_CMA_MIN", 0);
-    return v == 0 ? UINT64_MAX : v;
+    /* SIZE_MAX bytes stands for unset (or malformed, then ignored) */
+    size_t v = env_bytes("XCOLL_SHM_CMA_MIN", SIZE_MAX);
+    return v == SIZE_MAX ? 0 : v == 0 ? UINT64_MAX : (uint64_t)v;
 }
 
 /* A CMA read to reduce lands in pieces this big, which stay in cache
@@ -306,23 +302,11 @@ static void req_free(xc_shm_req_t *r)
     g_nfree_reqs++;
 }
 
-/* A reducing receive's reduction of message bytes [off, off + n), at msg. */
-static void land_reduce(xc_shm_req_t *r, const void *msg, size_t off, size_t n)
-{
-    size_t es = xcoll_dtype_size(r->red.dtype);
-    const char *a = (const char *)r->red.a + off;
-    char *dst = (char *)r->red.dst + off;
-    if (r->red.msg_left)
-        xc_reduce(dst, msg, a, n / es, r->red.dtype, r->red.op);
-    else
-        xc_reduce(dst, a, msg, n / es, r->red.dtype, r->red.op);
-}
-
 static void complete(xc_shm_req_t *r, xcoll_status_t st)
 {
     /* a cancelled receive's buffers may be gone: it reduces nothing */
     if (r->reducing && st == XCOLL_OK && !r->orphan)
-        land_reduce(r, r->rbuf, 0, r->len);
+        xc_land_reduce_apply(&r->red, 0, r->rbuf, r->len);
     r->reducing = 0;
     r->complete = 1;
     r->status = st;
@@ -431,7 +415,7 @@ static int pull_reduce(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r, uint
         size_t n = r->len - off < XC_SHM_PULL_CHUNK ? r->len - off : XC_SHM_PULL_CHUNK;
         if (cma_read(p->pid, c->bounce, addr + off, n) != 0)
             return -1;
-        land_reduce(r, c->bounce, off, n);
+        xc_land_reduce_apply(&r->red, off, c->bounce, n);
     }
     r->reducing = 0;
     return 0;
@@ -599,7 +583,7 @@ static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *h,
             return 0;
         }
         if (r->reducing && frag == msg_len) {
-            land_reduce(r, payload, 0, frag); /* from the slot: no copy first */
+            xc_land_reduce_apply(&r->red, 0, payload, frag); /* from the slot: no copy */
             r->reducing = 0;
         } else if (frag > 0) {
             memcpy(r->rbuf, payload, frag);
@@ -1292,7 +1276,7 @@ static xcoll_status_t post_recv(xc_shm_comm_t *c, xc_shm_peer_t *p, uint64_t tag
         *req = tagged(r);
     } else {
         if (r->reducing)
-            land_reduce(r, u->data, 0, len); /* all here: no copy first */
+            xc_land_reduce_apply(&r->red, 0, u->data, len); /* all here: no copy first */
         else if (u->arrived > 0)
             memcpy(buf, u->data, u->arrived);
         req_free(r);
@@ -1302,33 +1286,37 @@ static xcoll_status_t post_recv(xc_shm_comm_t *c, xc_shm_peer_t *p, uint64_t tag
     return XCOLL_OK;
 }
 
-static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
-                                void **req)
+/* Both receives: a message UCX carries goes to UCX, except that a reducing
+ * one (red) is declined, since UCX lands it whole anyway. */
+static xcoll_status_t recv_routed(xc_shm_comm_t *c, int peer, uint64_t tag, void *buf,
+                                  size_t len, const xc_land_reduce_t *red, void **req)
 {
-    xc_shm_comm_t *c = tl_comm;
     int i;
     if (!args_ok(c, peer, req))
         return XCOLL_ERR_INVALID_ARG;
     if ((i = local_peer(c, peer)) < 0 || by_ucx(c, peer, tag, len))
-        return ucx_posted(xc_ucx_transport.irecv(c->ucx, peer, tag, buf, len, req), req);
-    if (c->broken)
-        return XCOLL_ERR_TRANSPORT;
-    return post_recv(c, &c->peers[i], tag, buf, len, NULL, req);
-}
-
-/* Messages that UCX carries are declined: it lands them whole anyway. */
-static xcoll_status_t shm_irecv_reduce(void *tl_comm, int peer, uint64_t tag, void *buf,
-                                       size_t len, const xc_land_reduce_t *red, void **req)
-{
-    xc_shm_comm_t *c = tl_comm;
-    int i;
-    if (!args_ok(c, peer, req) || red == NULL)
-        return XCOLL_ERR_INVALID_ARG;
-    if ((i = local_peer(c, peer)) < 0 || by_ucx(c, peer, tag, len))
-        return XCOLL_DECLINED;
+        return red != NULL ? XCOLL_DECLINED
+                           : ucx_posted(xc_ucx_transport.irecv(c->ucx, peer, tag, buf, len, req),
+                                        req);
     if (c->broken)
         return XCOLL_ERR_TRANSPORT;
     return post_recv(c, &c->peers[i], tag, buf, len, red, req);
+}
+
+static xcoll_status_t shm_irecv(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
+                                void **req)
+{
+    return recv_routed(tl_comm, peer, tag, buf, len, NULL, req);
+}
+
+static xcoll_status_t shm_irecv_reduce(void *tl_comm, int peer, uint64_t tag, void *buf,
+                                       size_t len, const xc_land_reduce_t *red, void **req)
+{
+    if (red == NULL) {
+        xc_error("shared-memory transport: a reducing receive without its reduction");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    return recv_routed(tl_comm, peer, tag, buf, len, red, req);
 }
 
 /* Unlinks r from wherever it waits in p; 1 if p held it. */

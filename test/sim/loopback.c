@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtype.h"
 #include "loopback.h"
 #include "log.h"
 
@@ -208,12 +207,7 @@ static void reduce_in_pieces(lb_world_t *w, const lb_req_t *s, const lb_req_t *r
         size_t n = (1 + next_random(w) % 64) * es;
         if (n > r->len - off)
             n = r->len - off;
-        const char *a = (const char *)r->red.a + off, *m = (const char *)s->buf + off;
-        char *d = (char *)r->red.dst + off;
-        if (r->red.msg_left)
-            xc_reduce(d, m, a, n / es, r->red.dtype, r->red.op);
-        else
-            xc_reduce(d, a, m, n / es, r->red.dtype, r->red.op);
+        xc_land_reduce_apply(&r->red, off, (const char *)s->buf + off, n);
         off += n;
     }
     /* a schedule may name its landing buffer as the destination */
