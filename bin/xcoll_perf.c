@@ -67,6 +67,8 @@ typedef enum {
     C_ALLTOALL,
     C_GATHER,
     C_SCATTER,
+    C_ALLGATHERV,
+    C_ALLTOALLV,
     C_SENDRECV,
     C_BARRIER,
     C_COUNT
@@ -90,6 +92,8 @@ static const coll_info_t colls[C_COUNT] = {
     [C_ALLTOALL] = {"alltoall", 0, 0, 1, 1},
     [C_GATHER] = {"gather", 0, 1, 1, 1},
     [C_SCATTER] = {"scatter", 0, 1, 1, 1},
+    [C_ALLGATHERV] = {"allgatherv", 0, 0, 1, 1},
+    [C_ALLTOALLV] = {"alltoallv", 0, 0, 1, 1},
     [C_SENDRECV] = {"sendrecv", 0, 0, 0, 0},
     [C_BARRIER] = {"barrier", 0, 0, 0, 0, 1},
 };
@@ -102,7 +106,9 @@ static double bus_factor(coll_t c, int n)
     case C_REDUCE_SCATTER:
     case C_ALLTOALL:
     case C_GATHER:
-    case C_SCATTER: return (double)(n - 1) / n;
+    case C_SCATTER:
+    case C_ALLGATHERV:
+    case C_ALLTOALLV: return (double)(n - 1) / n;
     default: return 1.0;
     }
 }
@@ -464,6 +470,50 @@ static void *xstream; /* every call's stream: NULL, or --stream's */
 
 #define SENDRECV_TAG 7
 
+/* The v-variants' blocks, uneven as real programs make them: for a count
+ * of c per block, rank j's allgatherv block and the alltoallv block from
+ * i to j hold about c * 2w / (P + 1) elements for weights w of 1..P (rank
+ * j + 1, resp. (i + j) % P + 1), so the sizes range over ~2c/P..2c and
+ * add up to at most P blocks of c; the alltoallv matrix is symmetric, as
+ * in place needs. Packed in rank order. */
+static size_t *v_sc, *v_sd, *v_rc, *v_rd; /* this rank's counts and displacements */
+static int *v_isc, *v_isd, *v_irc, *v_ird; /* the same for MPI */
+
+static size_t v_block(size_t c, int w)
+{
+    return c * 2 * (size_t)w / (size_t)(nranks + 1);
+}
+
+static void v_setup(const call_t *c)
+{
+    static size_t last_count = (size_t)-1;
+    static coll_t last_coll = C_COUNT;
+    size_t so = 0, ro = 0;
+    if (c->count == last_count && c->coll == last_coll)
+        return;
+    last_count = c->count;
+    last_coll = c->coll;
+    for (int j = 0; j < nranks; j++) {
+        int w = c->coll == C_ALLGATHERV ? j + 1 : (rank + j) % nranks + 1;
+        v_sc[j] = c->coll == C_ALLGATHERV ? v_block(c->count, rank + 1) : v_block(c->count, w);
+        v_rc[j] = v_block(c->count, w);
+        v_sd[j] = so;
+        v_rd[j] = ro;
+        so += v_sc[j];
+        ro += v_rc[j];
+        v_isc[j] = (int)v_sc[j], v_isd[j] = (int)v_sd[j];
+        v_irc[j] = (int)v_rc[j], v_ird[j] = (int)v_rd[j];
+    }
+}
+
+static size_t v_total(const size_t *counts)
+{
+    size_t t = 0;
+    for (int j = 0; j < nranks; j++)
+        t += counts[j];
+    return t;
+}
+
 static xcoll_status_t call_xcoll(const call_t *c)
 {
     const void *snd = c->inplace ? XCOLL_IN_PLACE : sbuf;
@@ -497,6 +547,12 @@ static xcoll_status_t call_xcoll(const call_t *c)
         return st != XCOLL_OK ? st : st2 != XCOLL_OK ? st2 : st3;
     }
     case C_BARRIER: return xcoll_barrier(comm);
+    case C_ALLGATHERV:
+        v_setup(c);
+        return xcoll_allgatherv(snd, v_rc[rank], rbuf, v_rc, v_rd, c->dtype, comm, xstream);
+    case C_ALLTOALLV:
+        v_setup(c);
+        return xcoll_alltoallv(snd, v_sc, v_sd, rbuf, v_rc, v_rd, c->dtype, comm, xstream);
     default: return XCOLL_ERR_INVALID_ARG;
     }
 }
@@ -537,6 +593,12 @@ static int call_mpi(const call_t *c)
                             (rank + nranks - 1) % nranks, SENDRECV_TAG, MPI_COMM_WORLD,
                             MPI_STATUS_IGNORE);
     case C_BARRIER: return MPI_Barrier(MPI_COMM_WORLD);
+    case C_ALLGATHERV:
+        v_setup(c);
+        return MPI_Allgatherv(snd, v_irc[rank], t, rbuf, v_irc, v_ird, t, MPI_COMM_WORLD);
+    case C_ALLTOALLV:
+        v_setup(c);
+        return MPI_Alltoallv(snd, v_isc, v_isd, t, rbuf, v_irc, v_ird, t, MPI_COMM_WORLD);
     default: return MPI_ERR_ARG;
     }
 }
@@ -629,6 +691,8 @@ static size_t result_bytes(const call_t *c)
     case C_REDUCE: return is_root ? blk : 0;
     case C_GATHER: return is_root ? all : 0;
     case C_SCATTER: return c->inplace && is_root ? 0 : blk;
+    case C_ALLGATHERV:
+    case C_ALLTOALLV: v_setup(c); return v_total(v_rc) * c->es;
     default: return blk;
     }
 }
@@ -682,6 +746,18 @@ static void prepare(const call_t *c)
         for (k = 0; k < n; k++)
             bench_store(d, shost, k, data_value(rank, k, 2));
         break;
+    case C_ALLGATHERV:
+        for (k = 0; k < v_rc[rank]; k++)
+            bench_store(d, c->inplace ? rhost + v_rd[rank] * c->es : shost, k,
+                        data_value(rank, k, 0));
+        break;
+    case C_ALLTOALLV:
+        for (j = 0; j < (size_t)nranks; j++) {
+            const size_t *cnt = c->inplace ? v_rc : v_sc, *dsp = c->inplace ? v_rd : v_sd;
+            for (k = 0; k < cnt[j]; k++)
+                bench_store(d, in, dsp[j] + k, a2a_value(rank, (int)j, k));
+        }
+        break;
     default: break;
     }
 }
@@ -727,6 +803,16 @@ static long count_wrong(const call_t *c)
     case C_SENDRECV:
         for (k = 0; k < n; k++)
             wrong += !holds(d, rhost, k, data_value((rank + nranks - 1) % nranks, k, 2), es);
+        break;
+    case C_ALLGATHERV:
+        for (j = 0; j < (size_t)nranks; j++)
+            for (k = 0; k < v_rc[j]; k++)
+                wrong += !holds(d, rhost, v_rd[j] + k, data_value((int)j, k, 0), es);
+        break;
+    case C_ALLTOALLV:
+        for (j = 0; j < (size_t)nranks; j++)
+            for (k = 0; k < v_rc[j]; k++)
+                wrong += !holds(d, rhost, v_rd[j] + k, a2a_value((int)j, rank, k), es);
         break;
     default: break;
     }
@@ -1597,6 +1683,14 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    v_sc = calloc((size_t)nranks * 4, sizeof(size_t));
+    v_isc = calloc((size_t)nranks * 4, sizeof(int));
+    if (v_sc == NULL || v_isc == NULL) {
+        fprintf(stderr, "xcoll-perf: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    v_sd = v_sc + nranks, v_rc = v_sc + 2 * nranks, v_rd = v_sc + 3 * nranks;
+    v_isd = v_isc + nranks, v_irc = v_isc + 2 * nranks, v_ird = v_isc + 3 * nranks;
     start_time = MPI_Wtime();
     {
         int len = 0;

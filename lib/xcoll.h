@@ -154,6 +154,10 @@ typedef enum {
     XCOLL_COLL_GATHER,
     XCOLL_COLL_SCATTER,
     XCOLL_COLL_BARRIER,
+    XCOLL_COLL_ALLGATHERV,
+    XCOLL_COLL_ALLTOALLV,
+    XCOLL_COLL_GATHERV,
+    XCOLL_COLL_SCATTERV,
     XCOLL_COLL_COUNT
 } xcoll_coll_t;
 
@@ -199,6 +203,13 @@ typedef struct {
      * is only ever XCOLL_IN_PLACE then, never equal pointers. */
     const xcoll_layout_t *send_layout;
     const xcoll_layout_t *recv_layout;
+    /* The v-variants' per-rank counts and displacements (elements), as in
+     * their own calls: allgatherv and gatherv take recvcounts and rdispls
+     * (their displs) and count as the send count; scatterv sendcounts and
+     * sdispls (its displs) and count as the receive count; alltoallv all
+     * four. Layouts are not supported with them. */
+    const size_t *sendcounts, *sdispls;
+    const size_t *recvcounts, *rdispls;
 } xcoll_args_t;
 
 /* --- Library ------------------------------------------------------------ */
@@ -371,6 +382,67 @@ xcoll_status_t xcoll_iscatter(const void *sendbuf, void *recvbuf, size_t count,
 /* Returns on a rank only after every rank has entered the barrier. */
 xcoll_status_t xcoll_barrier(xcoll_comm_t comm);
 xcoll_status_t xcoll_ibarrier(xcoll_comm_t comm, xcoll_request_t *req);
+
+/* --- v-variants ---------------------------------------------------------------
+ * Blocks of their own sizes: block j is counts[j] elements at displs[j]
+ * elements from the buffer's start, j < size; counts and displacements are
+ * size_t arrays of size entries, read during the call only. Receive blocks
+ * must not overlap (XCOLL_ERR_INVALID_ARG, checked the first time a set of
+ * counts is seen); send blocks may. A block of 0 elements is not sent at
+ * all. Empty totals allow NULL buffers. Layouts are not supported. The
+ * sizes two ranks give for one block must agree, as in MPI; where they do
+ * not, the call fails (XCOLL_ERR_TRUNCATED, or XCOLL_ERR_TIMEOUT). Never
+ * XCOLL_DECLINED: a v-variant always runs in xcoll. */
+
+/* Every rank's sendbuf (sendcount = recvcounts[rank] elements) lands in
+ * recvbuf at displs[rank], on every rank. recvcounts is the same on every
+ * rank; displs are each rank's own. In place: sendbuf XCOLL_IN_PLACE, or
+ * sendbuf == recvbuf + displs[rank] elements; this rank's block is already
+ * there and sendcount is ignored. */
+xcoll_status_t xcoll_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                const size_t *recvcounts, const size_t *displs,
+                                xcoll_dtype_t dtype, xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                 const size_t *recvcounts, const size_t *displs,
+                                 xcoll_dtype_t dtype, xcoll_comm_t comm, void *stream,
+                                 xcoll_request_t *req);
+
+/* sendcounts[j] elements at sdispls[j] of sendbuf go to rank j, landing at
+ * its rdispls[this rank] (recvcounts[this rank] elements there, equal to
+ * sendcounts[j] here). In place: sendbuf XCOLL_IN_PLACE (sendcounts and
+ * sdispls ignored); the input is in recvbuf as recvcounts and rdispls
+ * describe it, and block j of it goes to rank j. */
+xcoll_status_t xcoll_alltoallv(const void *sendbuf, const size_t *sendcounts,
+                               const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                               const size_t *rdispls, xcoll_dtype_t dtype, xcoll_comm_t comm,
+                               void *stream);
+xcoll_status_t xcoll_ialltoallv(const void *sendbuf, const size_t *sendcounts,
+                                const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                                const size_t *rdispls, xcoll_dtype_t dtype, xcoll_comm_t comm,
+                                void *stream, xcoll_request_t *req);
+
+/* Rank j's sendbuf (sendcount elements, = recvcounts[j] at the root) lands
+ * at displs[j] of recvbuf on root; recvbuf, recvcounts and displs are read
+ * only at the root (may be NULL elsewhere). In place at root: sendbuf
+ * XCOLL_IN_PLACE or == recvbuf + displs[root] elements. */
+xcoll_status_t xcoll_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                             const size_t *recvcounts, const size_t *displs, xcoll_dtype_t dtype,
+                             int root, xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                              const size_t *recvcounts, const size_t *displs, xcoll_dtype_t dtype,
+                              int root, xcoll_comm_t comm, void *stream, xcoll_request_t *req);
+
+/* sendcounts[j] elements at displs[j] of root's sendbuf land in recvbuf
+ * (recvcount elements) on rank j; sendbuf, sendcounts and displs are read
+ * only at the root. In place at root: recvbuf XCOLL_IN_PLACE (cast) or ==
+ * sendbuf + displs[root] elements; the root's block stays put. */
+xcoll_status_t xcoll_scatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                              void *recvbuf, size_t recvcount, xcoll_dtype_t dtype, int root,
+                              xcoll_comm_t comm, void *stream);
+xcoll_status_t xcoll_iscatterv(const void *sendbuf, const size_t *sendcounts,
+                               const size_t *displs, void *recvbuf, size_t recvcount,
+                               xcoll_dtype_t dtype, int root, xcoll_comm_t comm, void *stream,
+                               xcoll_request_t *req);
 
 /* Posts the collective args describes, as its xcoll_i* form would, plus
  * what only this form offers: non-contiguous buffers (send_layout,

@@ -2,6 +2,7 @@
  * normalise in-place forms to the builders' buffer contract (coll.h), get
  * the (cached) schedule, post it. Blocking calls are post + wait. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll.h"
@@ -93,12 +94,19 @@ typedef struct {
     int built;
 } build_ctx_t;
 
+static xcoll_status_t check_no_overlap(const xc_coll_args_t *a);
+
 static xcoll_status_t build_collective(void *ctx, xc_sched_t *s)
 {
     build_ctx_t *b = ctx;
     xcoll_status_t rc;
     b->built = 1;
-    rc = xc_select_and_build(s, &b->a, b->tune, b->why, sizeof(b->why));
+    /* a cached schedule was checked when it was built for these counts */
+    if ((rc = check_no_overlap(&b->a)) != XCOLL_OK)
+        return rc;
+    /* why is read by info logs only: not formatted without them */
+    rc = xc_select_and_build(s, &b->a, b->tune, xc_log_level >= XC_LOG_INFO ? b->why : NULL,
+                             sizeof(b->why));
     if (rc == XCOLL_OK)
         rc = xc_sched_add_acks(s, XC_ACK_ABOVE_BYTES);
     return rc;
@@ -118,7 +126,22 @@ typedef struct {
     void *stream;
     size_t post_src;         /* > 0: after completion, move post_bytes from this */
     size_t post_bytes;       /* offset of RECV to its start (reduce_scatter, MPI layout) */
+    /* v-variants: counts and displacements (coll.h), and their words in
+     * one array for the schedule cache (NULL where unused) */
+    const size_t *scounts, *sdispls, *rcounts, *rdispls;
+    const size_t *vec;
+    size_t nvec;
 } call_t;
+
+/* FNV-1a over the words of a v-variant's counts and displacements. */
+static uint64_t vec_hash(const size_t *vec, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    size_t i;
+    for (i = 0; i < n; i++)
+        h = (h ^ (uint64_t)vec[i]) * 0x100000001b3ULL;
+    return n > 0 ? h : 0;
+}
 
 /* Schedules are cached per (collective, shape): rank and size are fixed
  * per communicator, buffers are bound at post time. */
@@ -146,14 +169,22 @@ static xcoll_status_t post(xcoll_comm_t comm, const call_t *c, xcoll_request_t *
     b.a.op = c->op;
     b.a.root = c->root;
     b.a.in_place = c->in_place;
-    b.a.fallback = comm->fallback;
+    /* a v-variant's choice depends on sizes some ranks cannot see, so the
+     * ranks could disagree on handing it back: it never is */
+    b.a.fallback = c->vec != NULL ? 0 : comm->fallback;
     b.a.topo = comm->topo;
+    b.a.scounts = c->scounts;
+    b.a.sdispls = c->sdispls;
+    b.a.rcounts = c->rcounts;
+    b.a.rdispls = c->rdispls;
     key[0] = (uint64_t)c->coll | (uint64_t)c->dtype << 8 | (uint64_t)c->op << 16 |
              (uint64_t)(c->in_place != 0) << 24;
     key[1] = c->count;
     key[2] = (uint64_t)(uint32_t)c->root;
-    key[3] = 0;
-    rc = xc_comm_get_sched(comm, key, build_collective, &b, &cs);
+    key[3] = vec_hash(c->vec, c->nvec);
+    rc = xc_comm_get_sched(comm, key, c->vec, c->nvec, build_collective, &b, &cs);
+    if (rc == XCOLL_ERR_INVALID_ARG)
+        return rc; /* counts this rank alone got wrong: nothing was posted */
     if (rc != XCOLL_OK) {
         comm->failed = 1; /* the other ranks may have gone ahead */
         return rc;
@@ -489,6 +520,304 @@ static xcoll_status_t start_barrier(const xcoll_args_t *g, xcoll_comm_t comm,
     return post_call(comm, &c, &none, XC_COLL_BARRIER, what, req);
 }
 
+/* -------------------------------------------------------------- v-variants */
+
+/* One side's blocks: counts[j] elements at displs[j], j < size. Checks the
+ * arrays are there and every block's end fits in size_t bytes; *extent
+ * gets the bytes from the buffer's start to the furthest block end, and
+ * *total the bytes of all blocks. */
+static xcoll_status_t check_blocks(const char *what, const char *counts_name,
+                                   const char *displs_name, const size_t *counts,
+                                   const size_t *displs, int size, size_t dsize, size_t *total)
+{
+    size_t end, sum = 0;
+    int j;
+    if (counts == NULL || displs == NULL) {
+        xc_error("%s: %s is NULL", what, counts == NULL ? counts_name : displs_name);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    for (j = 0; j < size; j++) {
+        if (__builtin_add_overflow(displs[j], counts[j], &end) ||
+            __builtin_mul_overflow(end, dsize, &end) || __builtin_add_overflow(sum, counts[j], &sum)) {
+            xc_error("%s: %s[%d] = %zu at %s[%d] = %zu of %zu-byte elements overflows size_t",
+                     what, counts_name, j, counts[j], displs_name, j, displs[j], dsize);
+            return XCOLL_ERR_OVERFLOW;
+        }
+    }
+    if (__builtin_mul_overflow(sum, dsize, total)) {
+        xc_error("%s: the %s add up to more bytes than size_t holds", what, counts_name);
+        return XCOLL_ERR_OVERFLOW;
+    }
+    return XCOLL_OK;
+}
+
+static int cmp_block(const void *x, const void *y)
+{
+    const size_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* MPI's rule, and xcoll's: no element of a receive buffer is written by
+ * two blocks. Checked when a schedule is built for new counts (a cached
+ * one was checked then), in O(P log P). */
+static xcoll_status_t check_no_overlap(const xc_coll_args_t *a)
+{
+    size_t *b, n = 0;
+    int j;
+    xcoll_status_t rc = XCOLL_OK;
+    const char *name = xc_coll_name(a->coll);
+    size_t end = 0;
+    if (a->rcounts == NULL)
+        return XCOLL_OK;
+    /* blocks in rank order, the common layout, need no sort */
+    for (j = 0; j < a->size; j++) {
+        if (a->rcounts[j] == 0)
+            continue;
+        if (a->rdispls[j] < end)
+            break;
+        end = a->rdispls[j] + a->rcounts[j];
+    }
+    if (j == a->size)
+        return XCOLL_OK;
+    b = malloc(2 * (size_t)a->size * sizeof(size_t));
+    if (b == NULL) {
+        xc_error("%s: out of memory checking %d receive blocks", name, a->size);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    for (j = 0; j < a->size; j++) {
+        if (a->rcounts[j] == 0)
+            continue;
+        b[2 * n] = a->rdispls[j];
+        b[2 * n + 1] = (size_t)j;
+        n++;
+    }
+    qsort(b, n, 2 * sizeof(size_t), cmp_block);
+    for (j = 1; (size_t)j < n; j++) {
+        const size_t p = b[2 * j - 1], q = b[2 * j + 1];
+        if (a->rdispls[p] + a->rcounts[p] > a->rdispls[q]) {
+            xc_error("xcoll_%s: receive blocks %zu (%zu elements at %zu) and %zu (at %zu) "
+                     "overlap", name, p, a->rcounts[p], a->rdispls[p], q, a->rdispls[q]);
+            rc = XCOLL_ERR_INVALID_ARG;
+            break;
+        }
+    }
+    free(b);
+    return rc;
+}
+
+/* The vectors of a v-variant call, copied into one array for the cache:
+ * into `small` when they fit, else allocated (freed by vec_done). */
+#define VEC_SMALL 256
+static xcoll_status_t vec_take(call_t *c, size_t *small, int size, const size_t *const *v,
+                               int nv)
+{
+    size_t *w = small, n = (size_t)nv * (size_t)size;
+    int i;
+    if (n > VEC_SMALL && (w = malloc(n * sizeof(size_t))) == NULL) {
+        xc_error("out of memory copying %zu counts", n);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < nv; i++)
+        memcpy(w + (size_t)i * (size_t)size, v[i], (size_t)size * sizeof(size_t));
+    c->vec = w;
+    c->nvec = n;
+    return XCOLL_OK;
+}
+
+static xcoll_status_t vec_done(call_t *c, const size_t *small, xcoll_status_t rc)
+{
+    if (c->vec != small)
+        free((void *)(uintptr_t)c->vec);
+    return rc;
+}
+
+/* Checks shared by the v-variants: no layouts (their blocks are addressed
+ * by displacement), then check_common. */
+static xcoll_status_t check_vcall(const xcoll_args_t *g, xcoll_comm_t comm, xcoll_request_t *req,
+                                  const char *what, size_t *dsize)
+{
+    xcoll_status_t rc;
+    if ((rc = check_common(what, comm, g->dtype, g->stream, req, dsize)) != XCOLL_OK)
+        return rc;
+    if (g->send_layout != NULL || g->recv_layout != NULL) {
+        xc_error("%s: layouts are not supported by the v-variants", what);
+        return XCOLL_ERR_UNSUPPORTED;
+    }
+    return XCOLL_OK;
+}
+
+/* The scalar count of a v-variant (the own block): fits in bytes, and a
+ * buffer is there to hold it. */
+static xcoll_status_t check_own(const char *what, const char *name, const void *buf,
+                                size_t count, size_t dsize)
+{
+    size_t bytes;
+    xcoll_status_t rc;
+    if ((rc = check_size(what, count, dsize, 1, &bytes)) != XCOLL_OK)
+        return rc;
+    return check_buf(what, name, buf, count);
+}
+
+static xcoll_status_t own_count_matches(const char *what, const char *scalar, size_t count,
+                                        const char *vector, int j, size_t want)
+{
+    if (count == want)
+        return XCOLL_OK;
+    xc_error("%s: %s is %zu but %s[%d] is %zu", what, scalar, count, vector, j, want);
+    return XCOLL_ERR_INVALID_ARG;
+}
+
+/* What every v-variant call shares: its vectors copied for the cache
+ * (v[0..nv)), the rest of c filled in, the post. */
+static xcoll_status_t post_vcall(xcoll_comm_t comm, call_t *c, const xcoll_args_t *g,
+                                 xc_coll_t coll, const char *what, size_t count,
+                                 const size_t *const *v, int nv, xcoll_request_t *req)
+{
+    size_t small[VEC_SMALL];
+    xcoll_status_t rc;
+    if (nv > 0 && (rc = vec_take(c, small, comm->size, v, nv)) != XCOLL_OK)
+        return rc;
+    c->what = what;
+    c->coll = coll;
+    c->count = count;
+    c->op = XCOLL_SUM;
+    c->dtype = g->dtype;
+    c->stream = g->stream;
+    rc = post(comm, c, req);
+    return nv > 0 ? vec_done(c, small, rc) : rc;
+}
+
+static xcoll_status_t start_allgatherv(const xcoll_args_t *g, xcoll_comm_t comm,
+                                       xcoll_request_t *req, const char *what)
+{
+    size_t dsize, total;
+    xcoll_status_t rc;
+    call_t c;
+    memset(&c, 0, sizeof(c));
+    if ((rc = check_vcall(g, comm, req, what, &dsize)) != XCOLL_OK ||
+        (rc = check_blocks(what, "recvcounts", "displs", g->recvcounts, g->rdispls, comm->size,
+                           dsize, &total)) != XCOLL_OK ||
+        (rc = check_buf(what, "recvbuf", g->recvbuf, total)) != XCOLL_OK)
+        return rc;
+    c.in_place = IN_PLACE(g->sendbuf) ||
+                 (g->recvbuf != NULL &&
+                  g->sendbuf == (char *)g->recvbuf + g->rdispls[comm->rank] * dsize);
+    if (!c.in_place &&
+        ((rc = own_count_matches(what, "sendcount", g->count, "recvcounts", comm->rank,
+                                 g->recvcounts[comm->rank])) != XCOLL_OK ||
+         (rc = check_own(what, "sendbuf", g->sendbuf, g->count, dsize)) != XCOLL_OK))
+        return rc;
+    c.sendbuf = c.in_place ? NULL : g->sendbuf;
+    c.recvbuf = g->recvbuf;
+    c.rcounts = g->recvcounts;
+    c.rdispls = g->rdispls;
+    /* count: the average block, for the rules */
+    return post_vcall(comm, &c, g, XC_COLL_ALLGATHERV, what, total / dsize / (size_t)comm->size,
+                      (const size_t *const[]){g->recvcounts, g->rdispls}, 2, req);
+}
+
+static xcoll_status_t start_alltoallv(const xcoll_args_t *g, xcoll_comm_t comm,
+                                      xcoll_request_t *req, const char *what)
+{
+    size_t dsize, stotal = 0, rtotal;
+    xcoll_status_t rc;
+    call_t c;
+    memset(&c, 0, sizeof(c));
+    if ((rc = check_vcall(g, comm, req, what, &dsize)) != XCOLL_OK ||
+        (rc = check_blocks(what, "recvcounts", "rdispls", g->recvcounts, g->rdispls, comm->size,
+                           dsize, &rtotal)) != XCOLL_OK ||
+        (rc = check_buf(what, "recvbuf", g->recvbuf, rtotal)) != XCOLL_OK)
+        return rc;
+    c.in_place = IN_PLACE(g->sendbuf);
+    if (!c.in_place &&
+        ((rc = check_blocks(what, "sendcounts", "sdispls", g->sendcounts, g->sdispls, comm->size,
+                            dsize, &stotal)) != XCOLL_OK ||
+         (rc = check_buf(what, "sendbuf", g->sendbuf, stotal)) != XCOLL_OK))
+        return rc;
+    c.sendbuf = c.in_place ? NULL : g->sendbuf;
+    c.recvbuf = g->recvbuf;
+    c.rcounts = g->recvcounts;
+    c.rdispls = g->rdispls;
+    if (!c.in_place) {
+        c.scounts = g->sendcounts;
+        c.sdispls = g->sdispls;
+    }
+    /* count: this rank's average block; its algorithms match whatever
+     * others pick. In place the receive side describes both. */
+    return post_vcall(comm, &c, g, XC_COLL_ALLTOALLV, what,
+                      (stotal + rtotal) / dsize / (2 * (size_t)comm->size),
+                      c.in_place ? (const size_t *const[]){g->recvcounts, g->rdispls}
+                                 : (const size_t *const[]){g->sendcounts, g->sdispls,
+                                                           g->recvcounts, g->rdispls},
+                      c.in_place ? 2 : 4, req);
+}
+
+/* A gatherv's (gather: 1) or scatterv's checks: at the root its blocks
+ * (receive side of a gatherv, send side of a scatterv) and whether it is
+ * in place; everywhere the own block (the other side). */
+static xcoll_status_t start_rooted_v(const xcoll_args_t *g, xcoll_comm_t comm,
+                                     xcoll_request_t *req, const char *what, int gather)
+{
+    const size_t *counts = gather ? g->recvcounts : g->sendcounts;
+    const size_t *displs = gather ? g->rdispls : g->sdispls;
+    const void *blocks = gather ? g->recvbuf : g->sendbuf;
+    const void *own = gather ? g->sendbuf : g->recvbuf; /* the marker of in place */
+    size_t dsize, total;
+    xcoll_status_t rc;
+    call_t c;
+    memset(&c, 0, sizeof(c));
+    if ((rc = check_vcall(g, comm, req, what, &dsize)) != XCOLL_OK ||
+        (rc = check_root(what, comm, g->root)) != XCOLL_OK)
+        return rc;
+    c.root = g->root;
+    if (comm->rank == g->root) {
+        if ((rc = check_blocks(what, gather ? "recvcounts" : "sendcounts", "displs", counts,
+                               displs, comm->size, dsize, &total)) != XCOLL_OK ||
+            (rc = check_buf(what, gather ? "recvbuf at the root" : "sendbuf at the root",
+                            blocks, total)) != XCOLL_OK)
+            return rc;
+        c.in_place = IN_PLACE(own) ||
+                     (blocks != NULL && own == (const char *)blocks + displs[g->root] * dsize);
+        if (!c.in_place &&
+            (rc = own_count_matches(what, gather ? "sendcount" : "recvcount", g->count,
+                                    gather ? "recvcounts" : "sendcounts", g->root,
+                                    counts[g->root])) != XCOLL_OK)
+            return rc;
+    } else if (IN_PLACE(own)) {
+        xc_error("%s: XCOLL_IN_PLACE is only meaningful at the root", what);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    if (!c.in_place && (rc = check_own(what, gather ? "sendbuf" : "recvbuf", own, g->count,
+                                       dsize)) != XCOLL_OK)
+        return rc;
+    if (gather) {
+        c.sendbuf = c.in_place ? NULL : g->sendbuf;
+        c.recvbuf = comm->rank == g->root ? g->recvbuf : NULL;
+        if (comm->rank == g->root)
+            c.rcounts = g->recvcounts, c.rdispls = g->rdispls;
+    } else {
+        c.sendbuf = comm->rank == g->root ? g->sendbuf : NULL;
+        c.recvbuf = c.in_place ? NULL : g->recvbuf;
+        if (comm->rank == g->root)
+            c.scounts = g->sendcounts, c.sdispls = g->sdispls;
+    }
+    return post_vcall(comm, &c, g, gather ? XC_COLL_GATHERV : XC_COLL_SCATTERV, what, g->count,
+                      (const size_t *const[]){counts, displs}, comm->rank == g->root ? 2 : 0,
+                      req);
+}
+
+static xcoll_status_t start_gatherv(const xcoll_args_t *g, xcoll_comm_t comm,
+                                    xcoll_request_t *req, const char *what)
+{
+    return start_rooted_v(g, comm, req, what, 1);
+}
+
+static xcoll_status_t start_scatterv(const xcoll_args_t *g, xcoll_comm_t comm,
+                                     xcoll_request_t *req, const char *what)
+{
+    return start_rooted_v(g, comm, req, what, 0);
+}
+
 /* --------------------------------------------------- any collective, as data */
 
 typedef xcoll_status_t (*start_fn)(const xcoll_args_t *g, xcoll_comm_t comm,
@@ -503,6 +832,8 @@ static const struct {
     {start_reduce_scatter, "xcoll_reduce_scatter"},
     {start_alltoall, "xcoll_alltoall"},     {start_gather, "xcoll_gather"},
     {start_scatter, "xcoll_scatter"},       {start_barrier, "xcoll_barrier"},
+    {start_allgatherv, "xcoll_allgatherv"}, {start_alltoallv, "xcoll_alltoallv"},
+    {start_gatherv, "xcoll_gatherv"},       {start_scatterv, "xcoll_scatterv"},
 };
 
 xcoll_status_t xcoll_start(const xcoll_args_t *args, xcoll_comm_t comm, xcoll_request_t *req)
@@ -542,7 +873,8 @@ xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *
         xc_error("%s: collective %d is not an xcoll_coll_t", what, (int)args->coll);
         return XCOLL_ERR_INVALID_ARG;
     }
-    if (!comm->fallback)
+    /* the v-variants are never handed back (post) */
+    if (!comm->fallback || args->coll >= XCOLL_COLL_ALLGATHERV)
         return XCOLL_OK;
     if (!xc_dtype_valid(args->dtype) || !xc_op_valid(args->op)) {
         xc_error("%s: invalid datatype %d or operator %d", what, (int)args->dtype,
@@ -575,7 +907,7 @@ xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *
     key[1] = args->count;
     key[2] = (uint64_t)(uint32_t)args->root;
     key[3] = 0;
-    if ((rc = xc_comm_get_sched(comm, key, build_collective, &b, &cs)) != XCOLL_OK)
+    if ((rc = xc_comm_get_sched(comm, key, NULL, 0, build_collective, &b, &cs)) != XCOLL_OK)
         return rc;
     if (b.built)
         memcpy(cs->why, b.why, sizeof(cs->why));
@@ -677,6 +1009,55 @@ xcoll_status_t xcoll_ibarrier(xcoll_comm_t comm, xcoll_request_t *req)
     return start_barrier(NULL, comm, req, "xcoll_barrier");
 }
 
+xcoll_status_t xcoll_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                 const size_t *recvcounts, const size_t *displs,
+                                 xcoll_dtype_t dtype, xcoll_comm_t comm, void *stream,
+                                 xcoll_request_t *req)
+{
+    xcoll_args_t g =
+        args_of(XCOLL_COLL_ALLGATHERV, sendbuf, recvbuf, sendcount, dtype, XCOLL_SUM, 0, stream);
+    g.recvcounts = recvcounts;
+    g.rdispls = displs;
+    return start_allgatherv(&g, comm, req, "xcoll_allgatherv");
+}
+
+xcoll_status_t xcoll_ialltoallv(const void *sendbuf, const size_t *sendcounts,
+                                const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                                const size_t *rdispls, xcoll_dtype_t dtype, xcoll_comm_t comm,
+                                void *stream, xcoll_request_t *req)
+{
+    xcoll_args_t g =
+        args_of(XCOLL_COLL_ALLTOALLV, sendbuf, recvbuf, 0, dtype, XCOLL_SUM, 0, stream);
+    g.sendcounts = sendcounts;
+    g.sdispls = sdispls;
+    g.recvcounts = recvcounts;
+    g.rdispls = rdispls;
+    return start_alltoallv(&g, comm, req, "xcoll_alltoallv");
+}
+
+xcoll_status_t xcoll_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                              const size_t *recvcounts, const size_t *displs, xcoll_dtype_t dtype,
+                              int root, xcoll_comm_t comm, void *stream, xcoll_request_t *req)
+{
+    xcoll_args_t g =
+        args_of(XCOLL_COLL_GATHERV, sendbuf, recvbuf, sendcount, dtype, XCOLL_SUM, root, stream);
+    g.recvcounts = recvcounts;
+    g.rdispls = displs;
+    return start_gatherv(&g, comm, req, "xcoll_gatherv");
+}
+
+xcoll_status_t xcoll_iscatterv(const void *sendbuf, const size_t *sendcounts,
+                               const size_t *displs, void *recvbuf, size_t recvcount,
+                               xcoll_dtype_t dtype, int root, xcoll_comm_t comm, void *stream,
+                               xcoll_request_t *req)
+{
+    xcoll_args_t g =
+        args_of(XCOLL_COLL_SCATTERV, sendbuf, recvbuf, recvcount, dtype, XCOLL_SUM, root, stream);
+    g.sendcounts = sendcounts;
+    g.sdispls = displs;
+    return start_scatterv(&g, comm, req, "xcoll_scatterv");
+}
+
 /* ----------------------------------------------------------- point to point */
 
 typedef struct {
@@ -730,7 +1111,7 @@ static xcoll_status_t post_p2p(const char *what, const void *buf, size_t count,
     key[1] = bytes;
     key[2] = (uint64_t)peer;
     key[3] = 0;
-    if ((rc = xc_comm_get_sched(comm, key, build_p2p, &p, &cs)) != XCOLL_OK)
+    if ((rc = xc_comm_get_sched(comm, key, NULL, 0, build_p2p, &p, &cs)) != XCOLL_OK)
         return rc;
     memset(&bufs, 0, sizeof(bufs));
     bufs.send = is_send ? buf : NULL;
@@ -813,6 +1194,39 @@ xcoll_status_t xcoll_scatter(const void *sendbuf, void *recvbuf, size_t count,
 xcoll_status_t xcoll_barrier(xcoll_comm_t comm)
 {
     BLOCKING(xcoll_ibarrier(comm, &r_));
+}
+
+xcoll_status_t xcoll_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                const size_t *recvcounts, const size_t *displs,
+                                xcoll_dtype_t dtype, xcoll_comm_t comm, void *stream)
+{
+    BLOCKING(xcoll_iallgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, comm,
+                               stream, &r_));
+}
+
+xcoll_status_t xcoll_alltoallv(const void *sendbuf, const size_t *sendcounts,
+                               const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                               const size_t *rdispls, xcoll_dtype_t dtype, xcoll_comm_t comm,
+                               void *stream)
+{
+    BLOCKING(xcoll_ialltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype,
+                              comm, stream, &r_));
+}
+
+xcoll_status_t xcoll_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                             const size_t *recvcounts, const size_t *displs, xcoll_dtype_t dtype,
+                             int root, xcoll_comm_t comm, void *stream)
+{
+    BLOCKING(xcoll_igatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, root, comm,
+                            stream, &r_));
+}
+
+xcoll_status_t xcoll_scatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                              void *recvbuf, size_t recvcount, xcoll_dtype_t dtype, int root,
+                              xcoll_comm_t comm, void *stream)
+{
+    BLOCKING(xcoll_iscatterv(sendbuf, sendcounts, displs, recvbuf, recvcount, dtype, root, comm,
+                             stream, &r_));
 }
 
 xcoll_status_t xcoll_send(const void *buf, size_t count, xcoll_dtype_t dtype, int peer, int tag,

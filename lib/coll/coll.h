@@ -19,6 +19,20 @@
  *   scatter         SEND size blocks on root only; RECV count. in_place
  *                   (root): root keeps its block in SEND, RECV unused.
  *   barrier         no buffers.
+ * The v-variants name their blocks by counts and displacements (elements,
+ * xc_coll_args_t.counts): block j is counts[j] elements at displs[j].
+ *   allgatherv      SEND rcounts[rank]; RECV blocks rcounts/rdispls. in_place:
+ *                   own block already at RECV rdispls[rank], SEND unused.
+ *   alltoallv       SEND blocks scounts/sdispls (block j goes to rank j);
+ *                   RECV blocks rcounts/rdispls (block j from rank j).
+ *                   in_place: input in RECV as rcounts/rdispls, SEND unused.
+ *   gatherv         SEND count; RECV blocks rcounts/rdispls on root only.
+ *                   in_place (root): own block already at RECV rdispls[root].
+ *   scatterv        SEND blocks scounts/sdispls on root only; RECV count.
+ *                   in_place (root): root keeps its block in SEND, RECV unused.
+ * Every rank's rcounts of an allgatherv are the same; an alltoallv's
+ * scounts[j] on rank i equals rcounts[i] on rank j. A v-variant sends no
+ * message for an empty block: both ends know it is empty.
  * A builder returns XCOLL_OK, XCOLL_ERR_UNSUPPORTED to decline a case it
  * cannot serve (the selector then tries the next candidate), or the
  * schedule's error. */
@@ -37,6 +51,10 @@ typedef enum {
     XC_COLL_GATHER,
     XC_COLL_SCATTER,
     XC_COLL_BARRIER,
+    XC_COLL_ALLGATHERV,
+    XC_COLL_ALLTOALLV,
+    XC_COLL_GATHERV,
+    XC_COLL_SCATTERV,
     XC_COLL_COUNT
 } xc_coll_t;
 
@@ -50,6 +68,9 @@ typedef struct {
     int in_place;
     int fallback;        /* the caller can run the call itself: "mpi" declines it */
     const struct xc_topo *topo; /* which ranks share a node (lib/core/topo.h); may be NULL */
+    /* v-variants only: size entries each, in elements (NULL where the
+     * contract above does not use them) */
+    const size_t *scounts, *sdispls, *rcounts, *rdispls;
 } xc_coll_args_t;
 
 typedef xcoll_status_t (*xc_build_fn)(xc_sched_t *s, const xc_coll_args_t *a);
@@ -94,6 +115,18 @@ xcoll_status_t linear_gather_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t linear_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 /* pairwise.c */
 xcoll_status_t pairwise_alltoall_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* The v-variants, each in its family's file (ring.c, recdbl.c, direct.c,
+ * pairwise.c, linear.c). Every alltoallv algorithm sends one message to
+ * each peer with a non-empty block and receives one from each, so ranks
+ * whose local sizes led them to different algorithms still match. */
+xcoll_status_t ring_allgatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t recdbl_allgatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t direct_allgatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t pairwise_alltoallv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t scattered_alltoallv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t linear_gatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t linear_scatterv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+
 /* dissemination.c */
 xcoll_status_t dissemination_barrier_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 

@@ -160,3 +160,28 @@ xcoll_status_t direct_barrier_schedule(xc_sched_t *s, const xc_coll_args_t *a)
         xc_recv(s, from_peer(r, P, k), none, 0, XC_NODEPS);
     return s->err;
 }
+
+/* Direct allgatherv: the allgather above with blocks of their own sizes
+ * (rcounts, at rdispls in RECV); an empty block is not sent, and every
+ * rank knows which are. */
+xcoll_status_t direct_allgatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const int P = a->size, r = a->rank;
+    const size_t ds = s->dsize, mine_bytes = a->rcounts[r] * ds;
+    const xc_ref_t mine = a->in_place ? XC_AT_RECV(a->rdispls[r] * ds) : XC_AT_SEND(0);
+    int k;
+
+    if (P > XC_DIRECT_MAX_RANKS)
+        return XCOLL_ERR_UNSUPPORTED;
+    if (!a->in_place && mine_bytes > 0)
+        xc_copy(s, XC_AT_SEND(0), XC_AT_RECV(a->rdispls[r] * ds), mine_bytes, XC_NODEPS);
+    for (k = 1; k < P && mine_bytes > 0; k++)
+        xc_send(s, to_peer(r, P, k), mine, mine_bytes, XC_NODEPS);
+    for (k = 1; k < P; k++) {
+        const int from = from_peer(r, P, k);
+        if (a->rcounts[from] > 0)
+            xc_recv(s, from, XC_AT_RECV(a->rdispls[from] * ds), a->rcounts[from] * ds,
+                    XC_NODEPS);
+    }
+    return s->err;
+}

@@ -1,7 +1,8 @@
-/* Linear bcast, reduce, gather and scatter: the root exchanges one
- * message with every other rank. One step of latency and no forwarding,
- * at the price of the root's link carrying everything; good for small
- * counts or few ranks. */
+/* Linear bcast, reduce, gather and scatter, and gatherv and scatterv: the
+ * root exchanges one message with every other rank. One step of latency
+ * and no forwarding, at the price of the root's link carrying everything;
+ * good for small counts or few ranks, and the only shape for the
+ * v-variants, where no rank but the root knows the other ranks' counts. */
 #include "coll.h"
 
 /* The root sends the whole buffer to every other rank. */
@@ -79,6 +80,57 @@ xcoll_status_t linear_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a)
     for (k = 1; k < a->size; k++) {
         int peer = (a->root + k) % a->size;
         xc_send(s, peer, XC_AT_SEND((size_t)peer * block), block, XC_NODEPS);
+    }
+    return s->err;
+}
+
+/* Gatherv: block k is rcounts[k] elements at rdispls[k] in the root's
+ * RECV; ranks with an empty block send nothing (the root knows it is
+ * empty). */
+xcoll_status_t linear_gatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const size_t ds = s->dsize;
+    const int root = a->root;
+    int k;
+
+    if (a->rank != root) {
+        if (a->count > 0)
+            xc_send(s, root, XC_AT_SEND(0), a->count * ds, XC_NODEPS);
+        return s->err;
+    }
+    if (!a->in_place && a->rcounts[root] > 0)
+        xc_copy(s, XC_AT_SEND(0), XC_AT_RECV(a->rdispls[root] * ds), a->rcounts[root] * ds,
+                XC_NODEPS);
+    for (k = 1; k < a->size; k++) {
+        const int peer = (root + k) % a->size;
+        if (a->rcounts[peer] > 0)
+            xc_recv(s, peer, XC_AT_RECV(a->rdispls[peer] * ds), a->rcounts[peer] * ds,
+                    XC_NODEPS);
+    }
+    return s->err;
+}
+
+/* Scatterv: block k of the root's SEND (scounts[k] elements at
+ * sdispls[k]) goes to rank k; empty blocks are not sent. */
+xcoll_status_t linear_scatterv_schedule(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const size_t ds = s->dsize;
+    const int root = a->root;
+    int k;
+
+    if (a->rank != root) {
+        if (a->count > 0)
+            xc_recv(s, root, XC_AT_RECV(0), a->count * ds, XC_NODEPS);
+        return s->err;
+    }
+    if (!a->in_place && a->scounts[root] > 0)
+        xc_copy(s, XC_AT_SEND(a->sdispls[root] * ds), XC_AT_RECV(0), a->scounts[root] * ds,
+                XC_NODEPS);
+    for (k = 1; k < a->size; k++) {
+        const int peer = (root + k) % a->size;
+        if (a->scounts[peer] > 0)
+            xc_send(s, peer, XC_AT_SEND(a->sdispls[peer] * ds), a->scounts[peer] * ds,
+                    XC_NODEPS);
     }
     return s->err;
 }

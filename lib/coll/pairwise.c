@@ -52,3 +52,140 @@ xcoll_status_t pairwise_alltoall_schedule(xc_sched_t *s, const xc_coll_args_t *a
     free(ids);
     return s->err;
 }
+
+/* Where block j of an alltoallv's input lies: in SEND (scounts/sdispls),
+ * or in place in the staged copy of RECV (rcounts, packed in rank order
+ * at offset stage of tmp). */
+typedef struct {
+    const xc_coll_args_t *a;
+    size_t ds, stage;
+    size_t *staged_at; /* in place: byte offset of block j in tmp */
+    int staged;        /* the staging copies' join, or -1 */
+} vsrc_t;
+
+/* In place a block received early would overwrite one not yet sent, so
+ * the blocks to send are copied aside first, each where the packed copy
+ * puts it; the own block stays put. */
+static xcoll_status_t vsrc_init(vsrc_t *v, xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const int P = a->size;
+    size_t total = 0;
+    int j, first;
+    v->a = a;
+    v->ds = s->dsize;
+    v->staged = -1;
+    v->staged_at = NULL;
+    if (!a->in_place)
+        return s->err;
+    v->staged_at = malloc((size_t)P * sizeof(size_t));
+    if (v->staged_at == NULL) {
+        xc_error("out of memory building an alltoallv schedule for %d ranks", P);
+        return s->err = XCOLL_ERR_NO_MEMORY;
+    }
+    for (j = 0; j < P; j++) {
+        v->staged_at[j] = total;
+        if (j != a->rank)
+            total += a->rcounts[j] * v->ds;
+    }
+    v->stage = xc_sched_tmp(s, total);
+    first = (int)s->nsteps;
+    for (j = 0; j < P; j++)
+        if (j != a->rank && a->rcounts[j] > 0)
+            xc_copy(s, XC_AT_RECV(a->rdispls[j] * v->ds), XC_AT_TMP(v->stage + v->staged_at[j]),
+                    a->rcounts[j] * v->ds, XC_NODEPS);
+    if ((int)s->nsteps > first)
+        v->staged = xc_join(s, first);
+    return s->err;
+}
+
+static size_t vsrc_bytes(const vsrc_t *v, int j)
+{
+    return (v->a->in_place ? v->a->rcounts[j] : v->a->scounts[j]) * v->ds;
+}
+
+static xc_ref_t vsrc_at(const vsrc_t *v, int j)
+{
+    return v->a->in_place ? XC_AT_TMP(v->stage + v->staged_at[j])
+                          : XC_AT_SEND(v->a->sdispls[j] * v->ds);
+}
+
+/* The own block, out of place: SEND to RECV. */
+static void v_own_block(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const int r = a->rank;
+    if (!a->in_place && a->rcounts[r] > 0)
+        xc_copy(s, XC_AT_SEND(a->sdispls[r] * s->dsize), XC_AT_RECV(a->rdispls[r] * s->dsize),
+                a->rcounts[r] * s->dsize, XC_NODEPS);
+}
+
+/* Pairwise alltoallv: the steps of the alltoall above, each block its own
+ * size; an empty block is neither sent nor received (the peer's count for
+ * it is zero too), and the window counts steps, empty or not. */
+xcoll_status_t pairwise_alltoallv_schedule(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const int P = a->size, r = a->rank;
+    vsrc_t v;
+    int *ids, k;
+
+    v_own_block(s, a);
+    if (P == 1 || vsrc_init(&v, s, a) != XCOLL_OK)
+        return s->err;
+    ids = malloc(2 * (size_t)P * sizeof(int));
+    if (ids == NULL) {
+        free(v.staged_at);
+        xc_error("out of memory building an alltoallv schedule for %d ranks", P);
+        return s->err = XCOLL_ERR_NO_MEMORY;
+    }
+    for (k = 1; k < P; k++) {
+        const int to = (r + k) % P, from = (r - k + P) % P;
+        const int w = k - PAIRWISE_WINDOW;
+        const int wsend = w >= 1 ? ids[2 * w] : -1, wrecv = w >= 1 ? ids[2 * w + 1] : -1;
+        ids[2 * k] = vsrc_bytes(&v, to) == 0
+                         ? -1
+                         : xc_send(s, to, vsrc_at(&v, to), vsrc_bytes(&v, to),
+                                   XC_DEPS(v.staged, wsend, wrecv));
+        ids[2 * k + 1] = a->rcounts[from] == 0
+                             ? -1
+                             : xc_recv(s, from, XC_AT_RECV(a->rdispls[from] * s->dsize),
+                                       a->rcounts[from] * s->dsize, XC_DEPS(v.staged, wsend, wrecv));
+    }
+    free(ids);
+    free(v.staged_at);
+    return s->err;
+}
+
+/* Sends in flight in the scattered alltoallv. */
+#define SCATTERED_WINDOW 8
+
+/* Scattered alltoallv: every receive is posted at once, and the sends go
+ * out in the pairwise order with up to SCATTERED_WINDOW in flight, so
+ * whichever peer is ready first is served first: the choice for sparse or
+ * skewed exchange matrices (MoE routing), where lockstep pairs would wait
+ * on the largest block of every step. */
+xcoll_status_t scattered_alltoallv_schedule(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const int P = a->size, r = a->rank;
+    int win[SCATTERED_WINDOW], n = 0, k;
+    vsrc_t v;
+
+    v_own_block(s, a);
+    if (P == 1 || vsrc_init(&v, s, a) != XCOLL_OK)
+        return s->err;
+    for (k = 1; k < P; k++) {
+        const int from = (r - k + P) % P;
+        if (a->rcounts[from] > 0)
+            xc_recv(s, from, XC_AT_RECV(a->rdispls[from] * s->dsize),
+                    a->rcounts[from] * s->dsize, XC_DEPS(v.staged));
+    }
+    for (k = 1; k < P; k++) {
+        const int to = (r + k) % P;
+        if (vsrc_bytes(&v, to) == 0)
+            continue;
+        win[n % SCATTERED_WINDOW] =
+            xc_send(s, to, vsrc_at(&v, to), vsrc_bytes(&v, to),
+                    XC_DEPS(v.staged, n >= SCATTERED_WINDOW ? win[n % SCATTERED_WINDOW] : -1));
+        n++;
+    }
+    free(v.staged_at);
+    return s->err;
+}

@@ -268,6 +268,84 @@ xcoll_status_t recdbl_allgather_schedule(xc_sched_t *s, const xc_coll_args_t *a)
     return s->err;
 }
 
+/* Messages in flight per link and direction in the allgatherv, where one
+ * round may carry many blocks to one peer: tags hold the slot mod 256, so
+ * two messages 256 slots apart must never be in flight together. */
+#define RDV_WINDOW 64
+
+/* Blocks [lo, hi) of an allgatherv but `skip`, sent to or received from
+ * peer in block order, one message per non-empty block (both ends know
+ * which are empty), each send after deps (the receives before it: no
+ * block but the own one is in RECV before it arrives). */
+static void v_blocks(xc_sched_t *s, const xc_coll_args_t *a, int is_send, int peer, int lo,
+                     int hi, int skip, const int *deps, int ndeps)
+{
+    int win[RDV_WINDOW], n = 0, b, i, d[RD_MAX_ROUNDS + 3];
+    for (i = 0; i < ndeps; i++)
+        d[i] = deps[i];
+    for (b = lo; b < hi && s->err == XCOLL_OK; b++) {
+        /* the own block goes out from SEND, without waiting for its copy */
+        const xc_ref_t at = is_send && b == a->rank && !a->in_place
+                                ? XC_AT_SEND(0)
+                                : XC_AT_RECV(a->rdispls[b] * s->dsize);
+        const size_t bytes = a->rcounts[b] * s->dsize;
+        if (b == skip || bytes == 0)
+            continue;
+        d[ndeps] = n >= RDV_WINDOW ? win[n % RDV_WINDOW] : -1;
+        win[n % RDV_WINDOW] = is_send ? xc_send(s, peer, at, bytes, d, ndeps + 1)
+                                      : xc_recv(s, peer, at, bytes, d + ndeps, 1);
+        n++;
+    }
+}
+
+/* Recursive doubling allgatherv: the rounds of the allgather above, each
+ * range of blocks sent as one message per block, since the blocks lie at
+ * displacements of each rank's own choosing. A round's sends wait for a
+ * join of the receives before them (one dependency per round, not one per
+ * block). */
+xcoll_status_t recdbl_allgatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const int P = a->size, r = a->rank;
+    const size_t ds = s->dsize;
+    int ready[RD_MAX_ROUNDS + 2], nready = 0;
+    int d, lo, hi, first;
+    fold_t f;
+
+    if (!a->in_place && a->rcounts[r] > 0)
+        xc_copy(s, XC_AT_SEND(0), XC_AT_RECV(a->rdispls[r] * ds), a->rcounts[r] * ds, XC_NODEPS);
+    if (P == 1)
+        return s->err;
+    fold_init(&f, P, r);
+
+    if (f.v < 0) {
+        /* the whole result comes back from r - 1, around the own block */
+        v_blocks(s, a, 1, r - 1, r, r + 1, -1, XC_NODEPS);
+        v_blocks(s, a, 0, r - 1, 0, P, r, XC_NODEPS);
+        return s->err;
+    }
+    if (f.extra) {
+        first = (int)s->nsteps;
+        v_blocks(s, a, 0, r + 1, r + 1, r + 2, -1, XC_NODEPS);
+        if ((int)s->nsteps > first)
+            ready[nready++] = xc_join(s, first);
+    }
+    lo = f.v, hi = f.v + 1;
+    for (d = 1; d < f.p2; d <<= 1) {
+        const int peer = fold_real(&f, f.v ^ d);
+        const int plo = f.v & d ? lo - d : hi, phi = plo + d;
+        v_blocks(s, a, 1, peer, fold_real(&f, lo), fold_real(&f, hi), -1, ready, nready);
+        first = (int)s->nsteps;
+        v_blocks(s, a, 0, peer, fold_real(&f, plo), fold_real(&f, phi), -1, XC_NODEPS);
+        if ((int)s->nsteps > first)
+            ready[nready++] = xc_join(s, first);
+        lo = lo < plo ? lo : plo;
+        hi = hi > phi ? hi : phi;
+    }
+    if (f.extra)
+        v_blocks(s, a, 1, r + 1, 0, P, r + 1, ready, nready);
+    return s->err;
+}
+
 /* Recursive halving reduce_scatter: as Rabenseifner's first half, over the
  * size input blocks (count elements each) grouped by virtual rank: in round
  * d a rank sends the input blocks of the half of its window that v^d keeps.

@@ -330,3 +330,44 @@ xcoll_status_t ring_allgather_schedule(xc_sched_t *s, const xc_coll_args_t *a)
     free(recvs);
     return s->err;
 }
+
+/* Ring allgatherv: as the allgather, block (r - i) goes to the next rank
+ * in step i, with each block its own size (rcounts, at rdispls in RECV)
+ * and unsegmented. An empty block travels nowhere: every rank knows the
+ * counts, so sender and receiver skip the same messages, and the block
+ * that would have been forwarded next step is empty too. */
+xcoll_status_t ring_allgatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const int P = a->size, r = a->rank;
+    const size_t ds = s->dsize;
+    int *sends, *recvs, i, ns = 0, nr = 0, prev_recv = -1, next, prev;
+
+    if (!a->in_place && a->rcounts[r] > 0)
+        xc_copy(s, XC_AT_SEND(0), XC_AT_RECV(a->rdispls[r] * ds), a->rcounts[r] * ds, XC_NODEPS);
+    if (P == 1)
+        return s->err;
+    next = xc_ring_next(r, P);
+    prev = xc_ring_prev(r, P);
+    sends = alloc_ids(s, (size_t)(P - 1));
+    recvs = alloc_ids(s, (size_t)(P - 1));
+    for (i = 0; i < P - 1 && s->err == XCOLL_OK; i++) {
+        const int sb = mod(r - i, P), rb = mod(r - i - 1, P);
+        if (a->rcounts[sb] > 0) {
+            xc_ref_t src = i == 0 && !a->in_place ? XC_AT_SEND(0)
+                                                  : XC_AT_RECV(a->rdispls[sb] * ds);
+            /* block sb arrived in the previous step (unless it is our own) */
+            sends[ns] = xc_send(s, next, src, a->rcounts[sb] * ds,
+                                XC_DEPS(i > 0 ? prev_recv : -1, window_dep(sends, ns)));
+            ns++;
+        }
+        prev_recv = -1;
+        if (a->rcounts[rb] > 0) {
+            recvs[nr] = xc_recv(s, prev, XC_AT_RECV(a->rdispls[rb] * ds), a->rcounts[rb] * ds,
+                                XC_DEPS(window_dep(recvs, nr)));
+            prev_recv = recvs[nr++];
+        }
+    }
+    free(sends);
+    free(recvs);
+    return s->err;
+}

@@ -61,6 +61,17 @@ const xc_algo_t xc_algorithms[] = {
     {"dissemination", XC_COLL_BARRIER, dissemination_barrier_schedule},
     {"tree", XC_COLL_BARRIER, tree_barrier_schedule},
     {"direct", XC_COLL_BARRIER, direct_barrier_schedule},
+
+    {"ring", XC_COLL_ALLGATHERV, ring_allgatherv_schedule},
+    {"recdbl", XC_COLL_ALLGATHERV, recdbl_allgatherv_schedule},
+    {"direct", XC_COLL_ALLGATHERV, direct_allgatherv_schedule},
+
+    {"pairwise", XC_COLL_ALLTOALLV, pairwise_alltoallv_schedule},
+    {"scattered", XC_COLL_ALLTOALLV, scattered_alltoallv_schedule},
+
+    {"linear", XC_COLL_GATHERV, linear_gatherv_schedule},
+
+    {"linear", XC_COLL_SCATTERV, linear_scatterv_schedule},
 };
 const size_t xc_num_algorithms = sizeof(xc_algorithms) / sizeof(xc_algorithms[0]);
 
@@ -68,9 +79,10 @@ const xc_algo_t xc_algo_mpi = {"mpi", XC_COLL_COUNT, NULL};
 
 const char *xc_coll_name(xc_coll_t coll)
 {
-    static const char *names[XC_COLL_COUNT] = {"allreduce", "bcast",   "reduce",
-                                               "allgather", "reduce_scatter", "alltoall",
-                                               "gather",    "scatter", "barrier"};
+    static const char *names[XC_COLL_COUNT] = {
+        "allreduce", "bcast",      "reduce",    "allgather", "reduce_scatter", "alltoall",
+        "gather",    "scatter",    "barrier",   "allgatherv", "alltoallv",     "gatherv",
+        "scatterv"};
     return (unsigned)coll < XC_COLL_COUNT ? names[coll] : "invalid";
 }
 
@@ -108,11 +120,24 @@ static xcoll_status_t try_build(xc_sched_t *s, const xc_coll_args_t *a, const xc
     return rc;
 }
 
+/* The rule that covers a call, as logs and errors name it. */
+static void rule_describe(const xc_tune_t *tune, const xc_tune_rule_t *rule, char *buf,
+                          size_t len)
+{
+    char region[96];
+    if (rule == NULL) {
+        snprintf(buf, len, "no rule covers it");
+        return;
+    }
+    xc_tune_rule_region(rule, region, sizeof(region));
+    snprintf(buf, len, "rule %s from %s", region, tune->sources[rule->source]);
+}
+
 xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a, const xc_tune_t *tune,
                                    char *why, size_t whylen)
 {
     const xc_tune_rule_t *rule;
-    char region[96], declined[256], rule_text[160];
+    char declined[256], rule_text[160];
     size_t i, nd = 0;
     unsigned char tried[sizeof(xc_algorithms) / sizeof(xc_algorithms[0])];
     xcoll_status_t rc;
@@ -124,13 +149,10 @@ xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a, const
     rule = xc_tune_match(tune, a->coll, a->size, xc_tune_message_bytes(a));
     memset(tried, 0, sizeof(tried));
     declined[0] = '\0';
-    if (rule != NULL) {
-        xc_tune_rule_region(rule, region, sizeof(region));
-        snprintf(rule_text, sizeof(rule_text), "rule %s from %s", region,
-                 tune->sources[rule->source]);
-    } else {
-        snprintf(rule_text, sizeof(rule_text), "no rule covers it");
-    }
+    /* formatting costs a fifth of a v-variant's schedule build: only for
+     * a caller that keeps it (the happy path below) */
+    if (why != NULL)
+        rule_describe(tune, rule, rule_text, sizeof(rule_text));
 
     for (c = 0; rule != NULL && c < rule->ncandidates; c++) {
         const xc_algo_t *al = rule->candidates[c];
@@ -165,6 +187,8 @@ xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a, const
     /* The rule's candidates all declined (or there was no rule): the
      * collective's other algorithms, in table order, so a call is served
      * whenever any algorithm can serve it. */
+    if (why == NULL)
+        rule_describe(tune, rule, rule_text, sizeof(rule_text));
     for (i = 0; i < xc_num_algorithms; i++) {
         const xc_algo_t *al = &xc_algorithms[i];
         if (al->coll != a->coll || tried[i])

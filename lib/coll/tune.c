@@ -37,7 +37,12 @@ const char xc_tune_defaults[] =
     "gather:0-1k:binomial|linear,1k-inf:linear\n"
     "scatter:0-inf:linear|binomial\n"
     "barrier:0-inf:dissemination|tree\n"
-    "barrier@3-8:0-inf:direct|dissemination\n";
+    "barrier@3-8:0-inf:direct|dissemination\n"
+    "allgatherv:0-4k:recdbl|ring,4k-16k:ring,16k-inf:recdbl|ring\n"
+    "allgatherv@3-8:0-inf:direct|ring\n"
+    "alltoallv:0-inf:pairwise|scattered\n"
+    "gatherv:0-inf:linear\n"
+    "scatterv:0-inf:linear\n";
 
 /* ------------------------------------------------------------------ parser */
 

@@ -86,7 +86,10 @@ size_t xc_tune_write(const xc_tune_t *t, int nranks, char *buf, size_t len);
 
 /* The message size a rule is matched against: the count argument times
  * the element size (one rank's block for the block collectives), 0 for
- * barrier. */
+ * barrier. The v-variants carry their average block in count (api.c):
+ * allgatherv's from every rank's counts, which all ranks agree on;
+ * alltoallv's from this rank's own blocks, which is safe because its
+ * algorithms match each other on the wire (coll.h). */
 size_t xc_tune_message_bytes(const xc_coll_args_t *a);
 
 #endif

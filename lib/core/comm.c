@@ -273,12 +273,19 @@ void xc_sched_release(xc_cached_sched_t *cs)
             xc_block_put(cs->spare);
         }
         xc_sched_fini(&cs->sched);
+        free(cs->vec);
         free(cs);
     }
 }
 
-xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
-                                 xc_sched_builder_t build, void *ctx, xc_cached_sched_t **out)
+static int same_vec(const xc_cached_sched_t *cs, const size_t *vec, size_t nvec)
+{
+    return cs->nvec == nvec && (nvec == 0 || memcmp(cs->vec, vec, nvec * sizeof(size_t)) == 0);
+}
+
+xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4], const size_t *vec,
+                                 size_t nvec, xc_sched_builder_t build, void *ctx,
+                                 xc_cached_sched_t **out)
 {
     xc_cached_sched_t *cs;
     xcoll_status_t rc;
@@ -290,7 +297,8 @@ xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
     for (n = 0, i = comm->cache_last; n < XC_SCHED_CACHE_SIZE;
          n++, i = (i + 1) % XC_SCHED_CACHE_SIZE) {
         cs = comm->cache[i];
-        if (cs != NULL && memcmp(cs->key, key, sizeof(cs->key)) == 0) {
+        if (cs != NULL && memcmp(cs->key, key, sizeof(cs->key)) == 0 &&
+            same_vec(cs, vec, nvec)) {
             cs->last_use = comm->cache_clock;
             cs->refs++;
             comm->cache_last = i;
@@ -306,6 +314,16 @@ xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
         return XCOLL_ERR_NO_MEMORY;
     }
     memcpy(cs->key, key, sizeof(cs->key));
+    if (nvec > 0) {
+        cs->vec = malloc(nvec * sizeof(size_t));
+        if (cs->vec == NULL) {
+            free(cs);
+            xc_error("out of memory caching a schedule's %zu counts", nvec);
+            return XCOLL_ERR_NO_MEMORY;
+        }
+        memcpy(cs->vec, vec, nvec * sizeof(size_t));
+        cs->nvec = nvec;
+    }
     rc = build(ctx, &cs->sched);
     if (rc == XCOLL_DECLINED) {
         cs->declined = 1;
@@ -315,6 +333,7 @@ xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
     }
     if (rc != XCOLL_OK) {
         xc_sched_fini(&cs->sched);
+        free(cs->vec);
         free(cs);
         return rc;
     }

@@ -9,6 +9,7 @@
 /* A schedule shared by the cache and the requests running it. */
 typedef struct xc_cached_sched {
     uint64_t key[4];        /* what the schedule was built for */
+    size_t *vec, nvec;      /* and the counts and displacements (v-variants) */
     xc_sched_t sched;
     int refs;
     uint64_t last_use;
@@ -67,13 +68,16 @@ struct xcoll_request_s {
  * logs why (naming `what`) and returns the status to give the caller. */
 xcoll_status_t xc_comm_check(xcoll_comm_t comm, const char *what);
 
-/* The cached schedule for key, building it with build(ctx, sched) on a
+/* The cached schedule for key (and, if nvec > 0, the nvec words at vec,
+ * compared exactly: the v-variants' counts and displacements, whose hash
+ * the caller puts in the key), building it with build(ctx, sched) on a
  * miss. Returns a reference; release with xc_sched_release. A build that
  * returns XCOLL_DECLINED is cached too, as an entry with declined set and
  * an empty schedule (the decision is as fixed as the table). */
 typedef xcoll_status_t (*xc_sched_builder_t)(void *ctx, xc_sched_t *s);
-xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4],
-                                 xc_sched_builder_t build, void *ctx, xc_cached_sched_t **out);
+xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4], const size_t *vec,
+                                 size_t nvec, xc_sched_builder_t build, void *ctx,
+                                 xc_cached_sched_t **out);
 void xc_sched_release(xc_cached_sched_t *cs);
 
 /* The caller's buffers of one call: pointers, or layouts (xcoll_layout_t)

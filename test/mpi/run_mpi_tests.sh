@@ -329,6 +329,28 @@ done
 for np in 1 2 3 4; do
     run test_start $np
 done
+# The v-variants against MPI's own: every default algorithm at 1-8 ranks,
+# the others forced, and UCX alone within the node.
+for np in 1 2 3 4 8; do
+    run test_vcoll $np $coll_flags
+done
+XCOLL_TUNE="allgatherv:0-inf:ring;alltoallv:0-inf:scattered"
+export XCOLL_TUNE
+label=.ring-scattered
+for np in 3 5; do
+    run test_vcoll $np --quick
+done
+XCOLL_TUNE="allgatherv:0-inf:recdbl"
+label=.recdbl
+for np in 6 7; do
+    run test_vcoll $np --quick
+done
+unset XCOLL_TUNE
+export XCOLL_SHM=0
+label=.ucx
+run test_vcoll 4 --quick
+unset XCOLL_SHM
+label=
 for np in 3 4; do
     run_timeout $np
 done

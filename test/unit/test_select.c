@@ -495,7 +495,7 @@ static void test_comm_create(void)
 {
     xcoll_bootstrap_t boot = {0, 1, fake_allgather, NULL};
     xcoll_comm_t comm = (xcoll_comm_t)1;
-    char buf[512];
+    char buf[2048];
     size_t needed = 0;
     setenv("XCOLL_TUNE", "allreduce:0-4k:rign", 1);
     CHECK(xcoll_comm_create(&boot, NULL, &comm) == XCOLL_ERR_INVALID_ARG && comm == NULL,
