@@ -78,11 +78,12 @@ static int xcoll_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
         &p->min_size);
 
-    p->colls = "all";
+    p->colls = "default";
     (void)mca_base_component_var_register(c, "colls",
-        "Comma-separated collectives xcoll takes: all, none, blocking, nonblocking, or names "
-        "(allreduce, bcast, reduce, allgather, reduce_scatter_block, reduce_scatter, alltoall, "
-        "gather, scatter, barrier: both forms; iallreduce ...: the nonblocking form only)",
+        "Comma-separated collectives xcoll takes: default (all but the v-variants), all, none, "
+        "blocking, nonblocking, or names (allreduce, bcast, reduce, allgather, "
+        "reduce_scatter_block, reduce_scatter, alltoall, gather, scatter, barrier, allgatherv, "
+        "alltoallv, gatherv, scatterv: both forms; iallreduce ...: the nonblocking form only)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
         &p->colls);
 

@@ -25,6 +25,14 @@
 
 typedef struct mca_coll_xcoll_request_s {
     ompi_request_t super;
+    /* Open MPI's nonblocking bindings take a collective's request for an
+     * ompi_coll_base_nbc_request_t and, once the call returns, keep
+     * derived datatypes alive through the fields that follow its super
+     * (ompi_coll_base_retain_datatypes): a completion callback, its data,
+     * two object pointers. These reserve that room, in that layout (the
+     * header itself needs Fortran headers Debian does not ship); without
+     * it they wrote over the call below. */
+    void *nbc_cb, *nbc_cb_data, *nbc_objs[2];
     xcmpi_call_t call;        /* planned here: its layouts must outlive the operation */
     xcoll_request_t xreq;
     /* retained while xcoll works, so the xcoll communicator outlives the
@@ -49,6 +57,7 @@ static void request_construct(mca_coll_xcoll_request_t *r)
     r->super.req_start = NULL;
     r->super.req_free = request_free;
     r->super.req_cancel = request_cancel;
+    r->nbc_cb = r->nbc_cb_data = r->nbc_objs[0] = r->nbc_objs[1] = NULL;
     r->xreq = NULL;
     r->module = NULL;
     r->next = NULL;
@@ -586,6 +595,107 @@ static int entry_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **req
                       m->prev.coll_ibarrier(comm, request, m->prev.coll_ibarrier_module));
 }
 
+static int entry_allgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, const int *rcounts, const int *displs,
+                            struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                            mca_coll_base_module_t *module)
+{
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_ALLGATHERV, 0, 0, XCMPI_H(rcounts), XCMPI_H(displs), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_allgatherv(call, sbuf, scount, sdtype, rbuf, rcounts, displs,
+                                         rdtype, ompi_comm_rank(comm), ompi_comm_size(comm)),
+                   m->prev.coll_allgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype,
+                                           comm, m->prev.coll_allgatherv_module));
+}
+
+static int entry_iallgatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                             void *rbuf, const int *rcounts, const int *displs,
+                             struct ompi_datatype_t *rdtype, struct ompi_communicator_t *comm,
+                             ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_ALLGATHERV, 1, 0, XCMPI_H(rcounts), XCMPI_H(displs), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                      xcmpi_plan_allgatherv(call, sbuf, scount, sdtype, rbuf, rcounts, displs,
+                                            rdtype, ompi_comm_rank(comm), ompi_comm_size(comm)),
+                      m->prev.coll_iallgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs,
+                                               rdtype, comm, request,
+                                               m->prev.coll_iallgatherv_module));
+}
+
+static int entry_alltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                           struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                           const int *rdispls, struct ompi_datatype_t *rdtype,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_ALLTOALLV, 0, 0, XCMPI_H(scounts), XCMPI_H(rcounts), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_alltoallv(call, sbuf, scounts, sdispls, sdtype, rbuf, rcounts,
+                                        rdispls, rdtype, ompi_comm_size(comm)),
+                   m->prev.coll_alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls,
+                                          rdtype, comm, m->prev.coll_alltoallv_module));
+}
+
+static int entry_ialltoallv(const void *sbuf, const int *scounts, const int *sdispls,
+                            struct ompi_datatype_t *sdtype, void *rbuf, const int *rcounts,
+                            const int *rdispls, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module)
+{
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_ALLTOALLV, 1, 0, XCMPI_H(scounts), XCMPI_H(rcounts), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                      xcmpi_plan_alltoallv(call, sbuf, scounts, sdispls, sdtype, rbuf, rcounts,
+                                           rdispls, rdtype, ompi_comm_size(comm)),
+                      m->prev.coll_ialltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts,
+                                              rdispls, rdtype, comm, request,
+                                              m->prev.coll_ialltoallv_module));
+}
+
+static int entry_gatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                         void *rbuf, const int *rcounts, const int *displs,
+                         struct ompi_datatype_t *rdtype, int root,
+                         struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_GATHERV, 0, root, scount, XCMPI_H(rcounts), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_gatherv(call, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype,
+                                      root, ompi_comm_rank(comm), ompi_comm_size(comm)),
+                   m->prev.coll_gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root,
+                                        comm, m->prev.coll_gatherv_module));
+}
+
+static int entry_igatherv(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                          void *rbuf, const int *rcounts, const int *displs,
+                          struct ompi_datatype_t *rdtype, int root,
+                          struct ompi_communicator_t *comm, ompi_request_t **request,
+                          mca_coll_base_module_t *module)
+{
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_GATHERV, 1, root, scount, XCMPI_H(rcounts), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                      xcmpi_plan_gatherv(call, sbuf, scount, sdtype, rbuf, rcounts, displs,
+                                         rdtype, root, ompi_comm_rank(comm), ompi_comm_size(comm)),
+                      m->prev.coll_igatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype,
+                                            root, comm, request, m->prev.coll_igatherv_module));
+}
+
+static int entry_scatterv(const void *sbuf, const int *scounts, const int *displs,
+                          struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                          struct ompi_datatype_t *rdtype, int root,
+                          struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_SCATTERV, 0, root, rcount, XCMPI_H(scounts), sdtype, rdtype, NULL, rbuf == MPI_IN_PLACE),
+                   xcmpi_plan_scatterv(call, sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype,
+                                       root, ompi_comm_rank(comm), ompi_comm_size(comm)),
+                   m->prev.coll_scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype,
+                                         root, comm, m->prev.coll_scatterv_module));
+}
+
+static int entry_iscatterv(const void *sbuf, const int *scounts, const int *displs,
+                           struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                           struct ompi_datatype_t *rdtype, int root,
+                           struct ompi_communicator_t *comm, ompi_request_t **request,
+                           mca_coll_base_module_t *module)
+{
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_SCATTERV, 1, root, rcount, XCMPI_H(scounts), sdtype, rdtype, NULL, rbuf == MPI_IN_PLACE),
+                      xcmpi_plan_scatterv(call, sbuf, scounts, displs, sdtype, rbuf, rcount,
+                                          rdtype, root, ompi_comm_rank(comm), ompi_comm_size(comm)),
+                      m->prev.coll_iscatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype,
+                                             root, comm, request, m->prev.coll_iscatterv_module));
+}
+
 /* --- the module ------------------------------------------------------------------- */
 
 /* Applies ACTION(name) to every handler the module may call on the
@@ -596,7 +706,9 @@ static int entry_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **req
     ACTION(reduce_scatter_block) ACTION(ireduce_scatter_block)                \
     ACTION(reduce_scatter) ACTION(ireduce_scatter) ACTION(alltoall)           \
     ACTION(ialltoall) ACTION(gather) ACTION(igather) ACTION(scatter)          \
-    ACTION(iscatter) ACTION(barrier) ACTION(ibarrier)
+    ACTION(iscatter) ACTION(barrier) ACTION(ibarrier) ACTION(allgatherv)     \
+    ACTION(iallgatherv) ACTION(alltoallv) ACTION(ialltoallv) ACTION(gatherv)  \
+    ACTION(igatherv) ACTION(scatterv) ACTION(iscatterv)
 
 static void module_construct(mca_coll_xcoll_module_t *m)
 {
@@ -697,6 +809,10 @@ mca_coll_base_module_t *mca_coll_xcoll_comm_query(struct ompi_communicator_t *co
     XCOLL_SET(XCMPI_GATHER, gather)
     XCOLL_SET(XCMPI_SCATTER, scatter)
     XCOLL_SET(XCMPI_BARRIER, barrier)
+    XCOLL_SET(XCMPI_ALLGATHERV, allgatherv)
+    XCOLL_SET(XCMPI_ALLTOALLV, alltoallv)
+    XCOLL_SET(XCMPI_GATHERV, gatherv)
+    XCOLL_SET(XCMPI_SCATTERV, scatterv)
 #undef XCOLL_SET
     return &m->super;
 }

@@ -15,12 +15,14 @@
 #include "dropin.h"
 
 static const char *const coll_names[XCMPI_NCOLLS] = {
-    "allreduce", "bcast", "reduce", "allgather", "reduce_scatter_block",
-    "reduce_scatter", "alltoall", "gather", "scatter", "barrier"};
+    "allreduce", "bcast",      "reduce",    "allgather", "reduce_scatter_block",
+    "reduce_scatter", "alltoall", "gather", "scatter",  "barrier",
+    "allgatherv", "alltoallv", "gatherv", "scatterv"};
 
 static const char *const icoll_names[XCMPI_NCOLLS] = {
-    "iallreduce", "ibcast", "ireduce", "iallgather", "ireduce_scatter_block",
-    "ireduce_scatter", "ialltoall", "igather", "iscatter", "ibarrier"};
+    "iallreduce", "ibcast",      "ireduce",    "iallgather", "ireduce_scatter_block",
+    "ireduce_scatter", "ialltoall", "igather", "iscatter",  "ibarrier",
+    "iallgatherv", "ialltoallv", "igatherv", "iscatterv"};
 
 const char *xcmpi_coll_name(xcmpi_coll_t coll, int nonblocking)
 {
@@ -36,6 +38,8 @@ static xcmpi_mask_t word_forms(const char *word)
     int c;
     if (strcasecmp(word, "all") == 0)
         return XCMPI_ALL_FORMS;
+    if (strcasecmp(word, "default") == 0)
+        return XCMPI_DEFAULT_FORMS;
     if (strcasecmp(word, "none") == 0)
         return 0;
     for (c = 0; c < XCMPI_NCOLLS; c++)
@@ -145,6 +149,9 @@ void xcmpi_log_write(int level, const char *fmt, ...)
 static void plan_init(xcmpi_call_t *call, xcmpi_coll_t coll)
 {
     memset(&call->args, 0, sizeof(call->args));
+    memset(&call->vsend, 0, sizeof(call->vsend));
+    memset(&call->vrecv, 0, sizeof(call->vrecv));
+    call->vstarted = 0;
     call->send_side.used = call->send_side.bound = 0;
     call->recv_side.used = call->recv_side.bound = 0;
     call->permanent = 1;
@@ -153,8 +160,23 @@ static void plan_init(xcmpi_call_t *call, xcmpi_coll_t coll)
     call->args.op = XCOLL_SUM;
 }
 
+static void vside_unpack(xcmpi_call_t *call);
+
 void xcmpi_call_fini(xcmpi_call_t *call)
 {
+    if (call->vstarted && call->vrecv.staging != NULL)
+        vside_unpack(call);
+    free(call->vsend.bytes);
+    free(call->vsend.staging);
+    free(call->vrecv.bytes);
+    free(call->vrecv.staging);
+    if (call->vsend.tm != NULL)
+        xcmpi_typemap_put(call->vsend.tm);
+    if (call->vrecv.tm != NULL)
+        xcmpi_typemap_put(call->vrecv.tm);
+    memset(&call->vsend, 0, sizeof(call->vsend));
+    memset(&call->vrecv, 0, sizeof(call->vrecv));
+    call->vstarted = 0;
     if (call->send_side.bound)
         xcmpi_buf_fini(&call->send);
     if (call->recv_side.bound)
@@ -484,6 +506,260 @@ const char *xcmpi_plan_scatter(xcmpi_call_t *call, const void *sbuf, int scount,
     return side(call, &call->recv, rbuf, (size_t)rcount, rdtype, 0);
 }
 
+/* --- the v-variants --------------------------------------------------------------- */
+
+static const char *const no_counts = "no counts or displacements (MPI reports the error)";
+
+/* Records a v side: the buffer and type (as side() does) and its blocks.
+ * Erroneous counts go back for MPI to report. *bytes (if not NULL) gets
+ * the bytes of block `which`. */
+static const char *vside(xcmpi_call_t *call, int is_send, const void *buf, const int *counts,
+                         const int *displs, int nblocks, MPI_Datatype dtype, int which,
+                         size_t *bytes)
+{
+    xcmpi_vside_t *v = is_send ? &call->vsend : &call->vrecv;
+    const char *why;
+    size_t unused;
+    int j;
+    if (counts == NULL || displs == NULL)
+        return no_counts;
+    for (j = 0; j < nblocks; j++)
+        if (counts[j] < 0)
+            return bad_count;
+    /* also checks the type */
+    if ((why = data_bytes(call, dtype, which >= 0 ? counts[which] : 0,
+                          bytes != NULL ? bytes : &unused)) != NULL)
+        return why;
+    v->counts = counts;
+    v->displs = displs;
+    v->nblocks = nblocks;
+    return side(call, is_send ? &call->send : &call->recv, buf, 0, dtype, is_send);
+}
+
+/* A scalar side (count elements at buf) as a v side of one block. */
+static const char *vscalar(xcmpi_call_t *call, int is_send, const void *buf, int count,
+                           MPI_Datatype dtype, size_t *bytes)
+{
+    xcmpi_vside_t *v = is_send ? &call->vsend : &call->vrecv;
+    v->one_count = count;
+    v->zero = 0;
+    return vside(call, is_send, buf, &v->one_count, &v->zero, 1, dtype, 0, bytes);
+}
+
+/* Where block j of a side starts (its first element, not its data). */
+static char *block_at(const xcmpi_side_t *sd, const xcmpi_typemap_t *tm, const xcmpi_vside_t *v,
+                      int j)
+{
+    return (char *)(uintptr_t)sd->buf + (MPI_Aint)v->displs[j] * tm->extent;
+}
+
+/* Packs (is_pack) block j into staging at its offset, or unpacks it back;
+ * 0, or -1 when the type cannot be walked (out of memory). */
+static int stage_block(xcmpi_typemap_t *tm, const xcmpi_side_t *sd, xcmpi_vside_t *v, int j,
+                       int is_pack)
+{
+    xcmpi_buf_t b;
+    void *contig;
+    int rc = xcmpi_buf_init(&b, tm, block_at(sd, tm, v, j), (size_t)v->counts[j], &contig);
+    if (rc < 0)
+        return -1;
+    if (rc == 0 && is_pack)
+        memcpy(v->staging + v->offs[j], contig, v->bytes[j]);
+    else if (rc == 0)
+        memcpy(contig, v->staging + v->offs[j], v->bytes[j]);
+    else if (is_pack)
+        rc = b.layout.pack(b.layout.ctx, 0, v->staging + v->offs[j], v->bytes[j]);
+    else
+        rc = b.layout.unpack(b.layout.ctx, 0, v->staging + v->offs[j], v->bytes[j]);
+    xcmpi_buf_fini(&b);
+    return rc == 0 ? 0 : -1;
+}
+
+/* Describes a recorded v side to xcoll: *base and the bytes and offsets
+ * of its blocks. A contiguous type is used where it lies (offsets from
+ * the lowest block); another is staged, packed now when it is read
+ * (`input`: a send side, or a receive side that holds input in place). */
+static const char *bind_vside(xcmpi_call_t *call, int is_send, int input, void **base)
+{
+    xcmpi_side_t *sd = is_send ? &call->send_side : &call->recv_side;
+    xcmpi_vside_t *v = is_send ? &call->vsend : &call->vrecv;
+    xcmpi_typemap_t *tm;
+    const char *why = NULL;
+    size_t total = 0;
+    char *lo = NULL;
+    int j;
+    if (!sd->used)
+        return NULL;
+    if ((tm = xcmpi_typemap_get(sd->dtype)) == NULL)
+        return bad_type;
+    v->bytes = malloc(2 * (size_t)v->nblocks * sizeof(size_t) + 1);
+    if (v->bytes == NULL) {
+        xcmpi_typemap_put(tm);
+        return "out of memory";
+    }
+    v->offs = v->bytes + v->nblocks;
+    for (j = 0; j < v->nblocks; j++) {
+        char *at = block_at(sd, tm, v, j) + tm->true_lb;
+        v->bytes[j] = (size_t)v->counts[j] * tm->size;
+        v->offs[j] = total;
+        total += v->bytes[j];
+        if (v->bytes[j] > 0 && (lo == NULL || at < lo))
+            lo = at;
+    }
+    /* an element's data in one piece, and elements abutting */
+    if (tm->contiguous && (MPI_Aint)tm->size == tm->extent) {
+        /* the blocks where they are: offsets from the lowest one */
+        for (j = 0; j < v->nblocks; j++)
+            v->offs[j] = v->bytes[j] > 0
+                             ? (size_t)(block_at(sd, tm, v, j) + tm->true_lb - lo)
+                             : 0;
+        *base = lo != NULL ? lo : (void *)(uintptr_t)sd->buf;
+    } else {
+        v->staging = malloc(total + 1);
+        if (v->staging == NULL)
+            why = "out of memory staging a derived datatype";
+        for (j = 0; why == NULL && input && j < v->nblocks; j++)
+            if (v->bytes[j] > 0 && stage_block(tm, sd, v, j, 1) != 0)
+                why = "out of memory packing a derived datatype";
+        *base = v->staging;
+        v->tm = tm; /* the unpack's, released with the call */
+        return why;
+    }
+    xcmpi_typemap_put(tm);
+    return why;
+}
+
+/* After xcoll is done: a staged receive side back into the buffer. */
+static void vside_unpack(xcmpi_call_t *call)
+{
+    int j;
+    for (j = 0; j < call->vrecv.nblocks; j++)
+        if (call->vrecv.bytes[j] > 0 &&
+            stage_block(call->vrecv.tm, &call->recv_side, &call->vrecv, j, 0) != 0)
+            xcmpi_error("%s: unpacking block %d of a derived datatype failed",
+                        xcmpi_coll_name(call->coll, 0), j);
+}
+
+/* Both sides of a planned v-variant described to xcoll (bytes, as
+ * XCOLL_UINT8 elements). */
+static const char *bind_vcall(xcmpi_call_t *call)
+{
+    xcoll_args_t *a = &call->args;
+    void *sbase = NULL, *rbase = NULL;
+    const int in_place = a->sendbuf == XCOLL_IN_PLACE;
+    const char *why;
+    if ((why = bind_vside(call, 1, 1, &sbase)) != NULL ||
+        (why = bind_vside(call, 0, in_place, &rbase)) != NULL)
+        return why;
+    if (call->send_side.used) {
+        a->sendbuf = sbase;
+        a->sendcounts = call->vsend.bytes;
+        a->sdispls = call->vsend.offs;
+    }
+    if (call->recv_side.used) {
+        a->recvbuf = rbase;
+        a->recvcounts = call->vrecv.bytes;
+        a->rdispls = call->vrecv.offs;
+    }
+    /* a scalar side's one block is the call's count */
+    if (call->coll == XCMPI_ALLGATHERV || call->coll == XCMPI_GATHERV)
+        a->count = call->send_side.used ? call->vsend.bytes[0] : 0;
+    else if (call->coll == XCMPI_SCATTERV)
+        a->count = call->recv_side.used ? call->vrecv.bytes[0] : 0;
+    return NULL;
+}
+
+const char *xcmpi_plan_allgatherv(xcmpi_call_t *call, const void *sbuf, int scount,
+                                  MPI_Datatype sdtype, void *rbuf, const int *rcounts,
+                                  const int *displs, MPI_Datatype rdtype, int rank, int size)
+{
+    const char *why;
+    size_t rbytes, sbytes;
+    plan_init(call, XCMPI_ALLGATHERV);
+    call->permanent = 0; /* the verdict read the counts arrays, which no key holds */
+    call->args.coll = XCOLL_COLL_ALLGATHERV;
+    if ((why = vside(call, 0, rbuf, rcounts, displs, size, rdtype, rank, &rbytes)) != NULL)
+        return why;
+    if (sbuf == MPI_IN_PLACE) {
+        call->args.sendbuf = XCOLL_IN_PLACE;
+        return NULL;
+    }
+    if ((why = vscalar(call, 1, sbuf, scount, sdtype, &sbytes)) != NULL)
+        return why;
+    return sbytes == rbytes ? NULL : sizes_differ;
+}
+
+const char *xcmpi_plan_alltoallv(xcmpi_call_t *call, const void *sbuf, const int *scounts,
+                                 const int *sdispls, MPI_Datatype sdtype, void *rbuf,
+                                 const int *rcounts, const int *rdispls, MPI_Datatype rdtype,
+                                 int size)
+{
+    const char *why;
+    plan_init(call, XCMPI_ALLTOALLV);
+    call->permanent = 0;
+    call->args.coll = XCOLL_COLL_ALLTOALLV;
+    if ((why = vside(call, 0, rbuf, rcounts, rdispls, size, rdtype, -1, NULL)) != NULL)
+        return why;
+    if (sbuf == MPI_IN_PLACE) {
+        call->args.sendbuf = XCOLL_IN_PLACE;
+        return NULL;
+    }
+    return vside(call, 1, sbuf, scounts, sdispls, size, sdtype, -1, NULL);
+}
+
+/* A gatherv (gather: 1) or scatterv: the root's blocks on one side, every
+ * rank's own block on the other; in place at the root the own block is
+ * among the blocks. */
+static const char *plan_rooted_v(xcmpi_call_t *call, int gather, const void *blocks,
+                                 const int *counts, const int *displs, MPI_Datatype btype,
+                                 const void *own, int count, MPI_Datatype otype, int root,
+                                 int rank, int size)
+{
+    const char *why;
+    size_t bbytes, obytes;
+    plan_init(call, gather ? XCMPI_GATHERV : XCMPI_SCATTERV);
+    call->permanent = 0;
+    call->args.coll = gather ? XCOLL_COLL_GATHERV : XCOLL_COLL_SCATTERV;
+    call->args.root = root;
+    if (root < 0 || root >= size)
+        return bad_root;
+    if (rank != root) {
+        /* the blocks are significant only at the root */
+        if (own == MPI_IN_PLACE)
+            return bad_in_place;
+        return vscalar(call, gather, own, count, otype, NULL);
+    }
+    if ((why = vside(call, !gather, blocks, counts, displs, size, btype, root, &bbytes)) != NULL)
+        return why;
+    if (own == MPI_IN_PLACE) {
+        if (gather)
+            call->args.sendbuf = XCOLL_IN_PLACE;
+        else
+            call->args.recvbuf = (void *)(uintptr_t)XCOLL_IN_PLACE;
+        return NULL;
+    }
+    if ((why = vscalar(call, gather, own, count, otype, &obytes)) != NULL)
+        return why;
+    return bbytes == obytes ? NULL : sizes_differ;
+}
+
+const char *xcmpi_plan_gatherv(xcmpi_call_t *call, const void *sbuf, int scount,
+                               MPI_Datatype sdtype, void *rbuf, const int *rcounts,
+                               const int *displs, MPI_Datatype rdtype, int root, int rank,
+                               int size)
+{
+    return plan_rooted_v(call, 1, rbuf, rcounts, displs, rdtype, sbuf, scount, sdtype, root, rank,
+                         size);
+}
+
+const char *xcmpi_plan_scatterv(xcmpi_call_t *call, const void *sbuf, const int *scounts,
+                                const int *displs, MPI_Datatype sdtype, void *rbuf, int rcount,
+                                MPI_Datatype rdtype, int root, int rank, int size)
+{
+    return plan_rooted_v(call, 0, sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, rank,
+                         size);
+}
+
 void xcmpi_plan_barrier(xcmpi_call_t *call)
 {
     plan_init(call, XCMPI_BARRIER);
@@ -511,11 +787,16 @@ int xcmpi_declined(const xcmpi_call_t *call, xcoll_comm_t comm, xcmpi_verdicts_t
 xcoll_status_t xcmpi_start(xcmpi_call_t *call, xcoll_comm_t comm, xcoll_request_t *req)
 {
     const char *why;
-    if ((why = bind_side(call, 1)) != NULL || (why = bind_side(call, 0)) != NULL) {
+    xcoll_status_t status;
+    const int v = call->coll >= XCMPI_ALLGATHERV;
+    if (v ? (why = bind_vcall(call)) != NULL
+          : (why = bind_side(call, 1)) != NULL || (why = bind_side(call, 0)) != NULL) {
         xcmpi_error("%s: %s", xcmpi_coll_name(call->coll, 0), why);
         return XCOLL_ERR_INVALID_ARG;
     }
-    return xcoll_start(&call->args, comm, req);
+    status = xcoll_start(&call->args, comm, req);
+    call->vstarted = v && status == XCOLL_OK;
+    return status;
 }
 
 void xcmpi_describe(const xcmpi_call_t *c, char *buf, size_t len)
@@ -547,6 +828,14 @@ void xcmpi_describe(const xcmpi_call_t *c, char *buf, size_t len)
     case XCMPI_ALLGATHER:
     case XCMPI_ALLTOALL:
         snprintf(buf, len, "%zu bytes per rank%s%s", a->count, in_place, packed);
+        break;
+    case XCMPI_ALLGATHERV:
+    case XCMPI_ALLTOALLV:
+    case XCMPI_GATHERV:
+    case XCMPI_SCATTERV:
+        snprintf(buf, len, "blocks of their own sizes%s%s%s", in_place,
+                 c->vsend.staging != NULL || c->vrecv.staging != NULL ? ", staged" : "",
+                 c->coll == XCMPI_GATHERV || c->coll == XCMPI_SCATTERV ? ", rooted" : "");
         break;
     default:
         snprintf(buf, len, "no data");

@@ -28,6 +28,10 @@ typedef enum {
     XCMPI_GATHER,
     XCMPI_SCATTER,
     XCMPI_BARRIER,
+    XCMPI_ALLGATHERV,
+    XCMPI_ALLTOALLV,
+    XCMPI_GATHERV,
+    XCMPI_SCATTERV,
     XCMPI_NCOLLS
 } xcmpi_coll_t;
 
@@ -36,13 +40,24 @@ typedef enum {
 typedef uint32_t xcmpi_mask_t;
 #define XCMPI_BIT(coll, nonblocking) ((xcmpi_mask_t)1 << ((coll) + ((nonblocking) ? XCMPI_NCOLLS : 0)))
 #define XCMPI_ALL_FORMS (((xcmpi_mask_t)1 << (2 * XCMPI_NCOLLS)) - 1)
+/* What a drop-in takes unless told ("default"): every form but the
+ * v-variants'. Their counts differ between ranks, so no size rule can
+ * give the small calls where MPI is faster back on every rank alike;
+ * "never slower" then means asking for them (XCOLL_MPI_COLLS=all). */
+#define XCMPI_V_FORMS                                                                  \
+    (XCMPI_BIT(XCMPI_ALLGATHERV, 0) | XCMPI_BIT(XCMPI_ALLGATHERV, 1) |                 \
+     XCMPI_BIT(XCMPI_ALLTOALLV, 0) | XCMPI_BIT(XCMPI_ALLTOALLV, 1) |                   \
+     XCMPI_BIT(XCMPI_GATHERV, 0) | XCMPI_BIT(XCMPI_GATHERV, 1) |                       \
+     XCMPI_BIT(XCMPI_SCATTERV, 0) | XCMPI_BIT(XCMPI_SCATTERV, 1))
+#define XCMPI_DEFAULT_FORMS (XCMPI_ALL_FORMS & ~XCMPI_V_FORMS)
 
 /* "allreduce" or "iallreduce". */
 const char *xcmpi_coll_name(xcmpi_coll_t coll, int nonblocking);
 
-/* Parses a comma-separated list of forms: "all", "none", "blocking",
- * "nonblocking", a collective ("allreduce": both forms) or one form
- * ("iallreduce"). Returns 0, or -1 with the offending word in bad. */
+/* Parses a comma-separated list of forms: "default" (XCMPI_DEFAULT_FORMS),
+ * "all", "none", "blocking", "nonblocking", a collective ("allreduce":
+ * both forms) or one form ("iallreduce"). Returns 0, or -1 with the
+ * offending word in bad. */
 int xcmpi_parse_colls(const char *list, xcmpi_mask_t *mask, char *bad, size_t badlen);
 
 /* --- logging -------------------------------------------------------------- */
@@ -85,12 +100,34 @@ typedef struct {
     int bound;          /* described to xcoll: the xcmpi_buf_t holds a reference */
 } xcmpi_side_t;
 
+/* A side of a v-variant: nblocks blocks, counts[j] elements at displs[j]
+ * extents from the side's buffer. xcoll gets them in bytes: straight
+ * from the buffer when the type is contiguous, else packed into staging
+ * (and a receive side unpacked from it when the call is done), since the
+ * v-variants take no layouts. A scalar side (a gatherv's send block) is
+ * one block at displacement 0. */
+typedef struct {
+    const int *counts, *displs;
+    int nblocks;
+    int one_count, zero;  /* a scalar side's counts and displs point here */
+    size_t *bytes, *offs; /* what xcoll gets (2 * nblocks words, one allocation) */
+    char *staging;        /* NULL: the blocks are read or written in place */
+    /* a staged side's type map, held from binding to release: the unpack
+     * may run inside MPI's progress, where asking MPI about the type is
+     * not safe */
+    xcmpi_typemap_t *tm;
+} xcmpi_vside_t;
+
 typedef struct {
     xcmpi_coll_t coll;
     xcoll_args_t args;
     /* the buffers as MPI gave them, described to xcoll by xcmpi_start */
     xcmpi_side_t send_side, recv_side;
     xcmpi_buf_t send, recv;
+    /* v-variants: the sides' blocks; started: xcoll ran the call, so a
+     * staged receive side is unpacked when the call is released */
+    xcmpi_vside_t vsend, vrecv;
+    int vstarted;
     /* every datatype the verdict read is a named type: the same arguments
      * always get the same verdict (see xcmpi_passbacks_t) */
     int permanent;
@@ -182,6 +219,24 @@ const char *xcmpi_plan_scatter(xcmpi_call_t *call, const void *sbuf, int scount,
                                MPI_Datatype sdtype, void *rbuf, int rcount, MPI_Datatype rdtype,
                                int root, int rank, int size);
 void xcmpi_plan_barrier(xcmpi_call_t *call);
+/* The v-variants: served whatever the counts (an alltoallv's, a gatherv's
+ * and a scatterv's differ between ranks, so no size rule could be agreed
+ * on), with any type maps (packed through staging where not contiguous);
+ * only erroneous calls go back, for MPI to report. */
+const char *xcmpi_plan_allgatherv(xcmpi_call_t *call, const void *sbuf, int scount,
+                                  MPI_Datatype sdtype, void *rbuf, const int *rcounts,
+                                  const int *displs, MPI_Datatype rdtype, int rank, int size);
+const char *xcmpi_plan_alltoallv(xcmpi_call_t *call, const void *sbuf, const int *scounts,
+                                 const int *sdispls, MPI_Datatype sdtype, void *rbuf,
+                                 const int *rcounts, const int *rdispls, MPI_Datatype rdtype,
+                                 int size);
+const char *xcmpi_plan_gatherv(xcmpi_call_t *call, const void *sbuf, int scount,
+                               MPI_Datatype sdtype, void *rbuf, const int *rcounts,
+                               const int *displs, MPI_Datatype rdtype, int root, int rank,
+                               int size);
+const char *xcmpi_plan_scatterv(xcmpi_call_t *call, const void *sbuf, const int *scounts,
+                                const int *displs, MPI_Datatype sdtype, void *rbuf, int rcount,
+                                MPI_Datatype rdtype, int root, int rank, int size);
 
 /* The planner's verdict when this rank cannot describe a valid datatype
  * (out of memory): not a reason to pass the call back, which the others

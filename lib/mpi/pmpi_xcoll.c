@@ -76,7 +76,7 @@ static struct {
      * attribute lookup costs more than a small collective's decision */
     MPI_Comm last_comm;
     pmpi_comm_t *last_state;
-} pm = {0, 1, 2, XCMPI_ALL_FORMS, MPI_KEYVAL_INVALID, NULL, NULL, MPI_COMM_NULL, NULL};
+} pm = {0, 1, 2, XCMPI_DEFAULT_FORMS, MPI_KEYVAL_INVALID, NULL, NULL, MPI_COMM_NULL, NULL};
 
 /* --- generalized requests for the nonblocking forms ---------------------------- */
 
@@ -599,6 +599,44 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, i
                    PMPI_Scatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm));
 }
 
+int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf,
+                   const int rcounts[], const int displs[], MPI_Datatype rdtype, MPI_Comm comm)
+{
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_ALLGATHERV, 0, 0, XCMPI_H(rcounts), XCMPI_H(displs), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_allgatherv(call, sbuf, scount, sdtype, rbuf, rcounts, displs,
+                                         rdtype, comm_rank(comm), comm_size(comm)),
+                   PMPI_Allgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm));
+}
+
+int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdtype,
+                  void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdtype,
+                  MPI_Comm comm)
+{
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_ALLTOALLV, 0, 0, XCMPI_H(scounts), XCMPI_H(rcounts), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_alltoallv(call, sbuf, scounts, sdispls, sdtype, rbuf, rcounts,
+                                        rdispls, rdtype, comm_size(comm)),
+                   PMPI_Alltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls, rdtype,
+                                  comm));
+}
+
+int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, const int rcounts[],
+                const int displs[], MPI_Datatype rdtype, int root, MPI_Comm comm)
+{
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_GATHERV, 0, root, scount, XCMPI_H(rcounts), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                   xcmpi_plan_gatherv(call, sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype,
+                                      root, comm_rank(comm), comm_size(comm)),
+                   PMPI_Gatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root, comm));
+}
+
+int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype sdtype,
+                 void *rbuf, int rcount, MPI_Datatype rdtype, int root, MPI_Comm comm)
+{
+    SERVE_BLOCKING(XCMPI_RAWKEY(XCMPI_SCATTERV, 0, root, rcount, XCMPI_H(scounts), sdtype, rdtype, NULL, rbuf == MPI_IN_PLACE),
+                   xcmpi_plan_scatterv(call, sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype,
+                                       root, comm_rank(comm), comm_size(comm)),
+                   PMPI_Scatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root, comm));
+}
+
 static const char *plan_barrier(xcmpi_call_t *call)
 {
     xcmpi_plan_barrier(call);
@@ -758,6 +796,50 @@ int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf, 
                                          comm_rank(comm), comm_size(comm)),
                       PMPI_Iscatter(sbuf, scount, sdtype, rbuf, rcount, rdtype, root, comm,
                                     request));
+}
+
+int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf,
+                    const int rcounts[], const int displs[], MPI_Datatype rdtype, MPI_Comm comm,
+                    MPI_Request *request)
+{
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_ALLGATHERV, 1, 0, XCMPI_H(rcounts), XCMPI_H(displs), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                      xcmpi_plan_allgatherv(call, sbuf, scount, sdtype, rbuf, rcounts, displs,
+                                            rdtype, comm_rank(comm), comm_size(comm)),
+                      PMPI_Iallgatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, comm,
+                                       request));
+}
+
+int MPI_Ialltoallv(const void *sbuf, const int scounts[], const int sdispls[],
+                   MPI_Datatype sdtype, void *rbuf, const int rcounts[], const int rdispls[],
+                   MPI_Datatype rdtype, MPI_Comm comm, MPI_Request *request)
+{
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_ALLTOALLV, 1, 0, XCMPI_H(scounts), XCMPI_H(rcounts), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                      xcmpi_plan_alltoallv(call, sbuf, scounts, sdispls, sdtype, rbuf, rcounts,
+                                           rdispls, rdtype, comm_size(comm)),
+                      PMPI_Ialltoallv(sbuf, scounts, sdispls, sdtype, rbuf, rcounts, rdispls,
+                                      rdtype, comm, request));
+}
+
+int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype sdtype, void *rbuf,
+                 const int rcounts[], const int displs[], MPI_Datatype rdtype, int root,
+                 MPI_Comm comm, MPI_Request *request)
+{
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_GATHERV, 1, root, scount, XCMPI_H(rcounts), sdtype, rdtype, NULL, sbuf == MPI_IN_PLACE),
+                      xcmpi_plan_gatherv(call, sbuf, scount, sdtype, rbuf, rcounts, displs,
+                                         rdtype, root, comm_rank(comm), comm_size(comm)),
+                      PMPI_Igatherv(sbuf, scount, sdtype, rbuf, rcounts, displs, rdtype, root,
+                                    comm, request));
+}
+
+int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype sdtype,
+                  void *rbuf, int rcount, MPI_Datatype rdtype, int root, MPI_Comm comm,
+                  MPI_Request *request)
+{
+    SERVE_NONBLOCKING(XCMPI_RAWKEY(XCMPI_SCATTERV, 1, root, rcount, XCMPI_H(scounts), sdtype, rdtype, NULL, rbuf == MPI_IN_PLACE),
+                      xcmpi_plan_scatterv(call, sbuf, scounts, displs, sdtype, rbuf, rcount,
+                                          rdtype, root, comm_rank(comm), comm_size(comm)),
+                      PMPI_Iscatterv(sbuf, scounts, displs, sdtype, rbuf, rcount, rdtype, root,
+                                     comm, request));
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)

@@ -37,7 +37,7 @@ COMPONENT_DIR=${XCOLL_COMPONENT_DIR:-$top_builddir/lib/mpi/components}
 PMPI_LIB=${XCOLL_PMPI_LIB:-$top_builddir/lib/mpi/.libs/libxcoll_mpi.so}
 MPICH_PMPI_LIB=${XCOLL_MPICH_PMPI_LIB:-$top_builddir/lib/mpi/.libs/libxcoll_mpich.so}
 LIBDIR=${XCOLL_LIBDIR:-$top_builddir/lib/.libs}
-PROGS="spec_types spec_reduce spec_nonblocking spec_progress"
+PROGS="spec_types spec_reduce spec_nonblocking spec_progress spec_vcoll"
 
 for p in $PROGS; do
     if [ ! -x "$top_builddir/test/dropin/$p" ]; then
@@ -66,6 +66,11 @@ export LD_LIBRARY_PATH
 XCOLL_MPI_TUNE_FILE=${XCOLL_MPI_TUNE_FILE-/dev/null}
 export XCOLL_MPI_TUNE_FILE
 RULES_NPS=${SPEC_RULES_NPS:-"2 4 7"}
+# Every form the drop-ins have, the v-variants included (by default they
+# pass those back; checked once below).
+XCOLL_MPI_COLLS=${XCOLL_MPI_COLLS-all}
+OMPI_MCA_coll_xcoll_colls=${OMPI_MCA_coll_xcoll_colls-all}
+export XCOLL_MPI_COLLS OMPI_MCA_coll_xcoll_colls
 # a sanitizer build needs its runtime loaded before anything else
 asan_rt=
 [ -f "$PMPI_LIB" ] && asan_rt=$(ldd "$PMPI_LIB" 2>/dev/null | awk '/libasan/ {print $3; exit}')
@@ -100,7 +105,8 @@ run() {
     shift 4
     # shellcheck disable=SC2046,SC2086
     timeout "$RUN_TIMEOUT" $MPIRUN $MPIRUN_FLAGS -np "$r_np" -x LD_LIBRARY_PATH \
-        -x XCOLL_MPI_TUNE_FILE $(args_of "$r_mode") \
+        -x XCOLL_MPI_TUNE_FILE -x XCOLL_MPI_COLLS -x OMPI_MCA_coll_xcoll_colls \
+        $(args_of "$r_mode") \
         "$@" "$top_builddir/test/dropin/$r_prog" > "$r_out" 2> "$r_out.err"
     r_status=$?
     if [ $r_status -eq 124 ]; then
@@ -180,7 +186,18 @@ for mode in $modes; do
         "served alltoall on MPI_COMM_WORLD (size 4): .*both sides packed"
     expect_log "$mode" spec_nonblocking "served ibcast on" "served igather on" \
         "passed back ireduce on .*: op is not" "passed back iallreduce on .*: op is not"
+    expect_log "$mode" spec_vcoll "served allgatherv on .*staged" "served alltoallv on" \
+        "served gatherv on" "served scatterv on" "served iallgatherv on"
 done
+# By default the v-variants stay MPI's (the component does not even take
+# them then; the PMPI library says why it passes them back).
+if [ "$is_ompi" = yes ] && [ -f "$PMPI_LIB" ]; then
+    saved_colls=$XCOLL_MPI_COLLS
+    XCOLL_MPI_COLLS=default
+    expect_log pmpi spec_vcoll "passed back allgatherv on .*: not in XCOLL_MPI_COLLS" \
+        "passed back alltoallv on .*: not in XCOLL_MPI_COLLS" "served bcast on\|served barrier on\|passed back"
+    XCOLL_MPI_COLLS=$saved_colls
+fi
 [ "$is_ompi" = yes ] && [ -f "$PMPI_LIB" ] && expect_log pmpi spec_reduce "served allreduce on MPI_COMM_WORLD (size 4): .* packed" \
     "passed back allreduce on MPI_COMM_WORLD (size 4): datatype is not made of one basic type"
 
@@ -191,7 +208,7 @@ if [ -z "${MPICH_MPIEXEC:-}" ] || [ ! -f "$MPICH_PMPI_LIB" ] ||
 else
     # spec_progress is left out: MPICH has no hook for a PMPI library to
     # progress from inside MPI's own blocking calls (lib/mpi/README.md)
-    for p in spec_types spec_reduce spec_nonblocking; do
+    for p in spec_types spec_reduce spec_nonblocking spec_vcoll; do
         for preload in "" "$MPICH_PMPI_LIB"; do
             what=${preload:+"with libxcoll_mpich"}
             passed=""
