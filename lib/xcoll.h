@@ -10,8 +10,17 @@
  *  - counts are element counts (size_t), never bytes.
  *  - every rank of a communicator calls the same collectives in the same
  *    order with matching count, dtype, op and root (as in MPI).
- *  - the library is not thread safe: call it from one thread per process,
- *    or serialise the calls.
+ *  - threads: without a progress thread (xcoll_config_t.progress_thread)
+ *    the library is not thread safe: call it from one thread per process,
+ *    or serialise the calls. With one, the collectives, point-to-point
+ *    calls, xcoll_test, xcoll_wait, xcoll_start and xcoll_declines may be
+ *    called from any threads at once, on one communicator or several
+ *    (one lock serialises them; the order in which two threads post on
+ *    one communicator is the order the lock grants, so threads that post
+ *    on one communicator must order their calls themselves, as every rank
+ *    has to see the same sequence). Creating and destroying communicators
+ *    must not overlap other xcoll calls. A request may be tested or
+ *    waited for by one thread at a time.
  *
  * In-place operation: pass XCOLL_IN_PLACE as the send buffer (MPI style),
  * or pass the same pointer as send and receive buffer (NCCL style); each
@@ -129,6 +138,15 @@ typedef struct {
      * message size). 0 (default): "mpi" is skipped like a declining
      * algorithm. */
     int fallback;
+    /* 1: a thread of xcoll's own progresses this process's outstanding
+     * operations (every communicator's) while the caller computes, so a
+     * nonblocking collective completes without xcoll_test calls; one per
+     * process, while any communicator that asked for it lives. Waiting
+     * then sleeps until the thread finishes the operation. Device buffers:
+     * the thread makes its CUDA calls on its own current device, CUDA's
+     * default one (use one visible device per process). Default: the
+     * XCOLL_PROGRESS_THREAD environment variable (1 or 0), else 0. */
+    int progress_thread;
 } xcoll_config_t;
 
 /* A launcher-neutral way to build a communicator: this process's rank, the
@@ -303,8 +321,9 @@ xcoll_status_t xcoll_comm_size(xcoll_comm_t comm, int *size);
  *    until the collective has completed, so results can be consumed on
  *    the stream without synchronising the host. The call itself is still
  *    a host call: a blocking one returns when this rank's part is done, a
- *    nonblocking one must still be finished with xcoll_wait or xcoll_test
- *    (the library has no thread of its own; the stream waits until then).
+ *    nonblocking one must still be finished with xcoll_wait or xcoll_test,
+ *    or by the progress thread where it runs (xcoll_config_t.progress_thread);
+ *    the stream waits until then.
  *  - a non-NULL stream in a build without CUDA, or with no CUDA device, is
  *    XCOLL_ERR_UNSUPPORTED. */
 

@@ -145,7 +145,7 @@ static uint64_t vec_hash(const size_t *vec, size_t n)
 
 /* Schedules are cached per (collective, shape): rank and size are fixed
  * per communicator, buffers are bound at post time. */
-static xcoll_status_t post(xcoll_comm_t comm, const call_t *c, xcoll_request_t *req)
+static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_request_t *req)
 {
     build_ctx_t b;
     xc_cached_sched_t *cs;
@@ -212,6 +212,16 @@ static xcoll_status_t post(xcoll_comm_t comm, const call_t *c, xcoll_request_t *
     bufs.post_src = c->post_src;
     bufs.post_bytes = c->post_bytes;
     return xc_request_post(comm, cs, xc_coll_name(c->coll), &bufs, -1, c->stream, req);
+}
+
+/* The cache, the request and the transports under the progress thread's
+ * lock (when it runs). */
+static xcoll_status_t post(xcoll_comm_t comm, const call_t *c, xcoll_request_t *req)
+{
+    int locked = xc_lock();
+    xcoll_status_t rc = post_locked(comm, c, req);
+    xc_unlock(locked);
+    return rc;
 }
 
 /* A side of the call that goes through a layout: it must be usable and
@@ -859,6 +869,7 @@ xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *
     uint64_t key[4], memo[2];
     unsigned slot;
     xcoll_status_t rc;
+    int locked;
     const char *what = "xcoll_declines";
 
     xc_log_init();
@@ -907,12 +918,17 @@ xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *
     key[1] = args->count;
     key[2] = (uint64_t)(uint32_t)args->root;
     key[3] = 0;
-    if ((rc = xc_comm_get_sched(comm, key, NULL, 0, build_collective, &b, &cs)) != XCOLL_OK)
+    locked = xc_lock();
+    rc = xc_comm_get_sched(comm, key, NULL, 0, build_collective, &b, &cs);
+    if (rc == XCOLL_OK) {
+        if (b.built)
+            memcpy(cs->why, b.why, sizeof(cs->why));
+        *declined = cs->declined;
+        xc_sched_release(cs);
+    }
+    xc_unlock(locked);
+    if (rc != XCOLL_OK)
         return rc;
-    if (b.built)
-        memcpy(cs->why, b.why, sizeof(cs->why));
-    *declined = cs->declined;
-    xc_sched_release(cs);
     comm->declines[slot].key[0] = memo[0];
     comm->declines[slot].key[1] = memo[1];
     comm->declines[slot].declined = *declined;
@@ -1089,6 +1105,7 @@ static xcoll_status_t post_p2p(const char *what, const void *buf, size_t count,
     uint64_t key[4];
     p2p_args_t p;
     xc_request_bufs_t bufs;
+    int locked;
     if ((rc = check_common(what, comm, dtype, stream, req, &dsize)) != XCOLL_OK ||
         (rc = check_size(what, count, dsize, 1, &bytes)) != XCOLL_OK ||
         (rc = check_buf(what, "buf", buf, count)) != XCOLL_OK)
@@ -1111,12 +1128,16 @@ static xcoll_status_t post_p2p(const char *what, const void *buf, size_t count,
     key[1] = bytes;
     key[2] = (uint64_t)peer;
     key[3] = 0;
-    if ((rc = xc_comm_get_sched(comm, key, NULL, 0, build_p2p, &p, &cs)) != XCOLL_OK)
-        return rc;
-    memset(&bufs, 0, sizeof(bufs));
-    bufs.send = is_send ? buf : NULL;
-    bufs.recv = is_send ? NULL : (void *)(uintptr_t)buf;
-    return xc_request_post(comm, cs, is_send ? "send" : "recv", &bufs, tag, stream, req);
+    locked = xc_lock();
+    rc = xc_comm_get_sched(comm, key, NULL, 0, build_p2p, &p, &cs);
+    if (rc == XCOLL_OK) {
+        memset(&bufs, 0, sizeof(bufs));
+        bufs.send = is_send ? buf : NULL;
+        bufs.recv = is_send ? NULL : (void *)(uintptr_t)buf;
+        rc = xc_request_post(comm, cs, is_send ? "send" : "recv", &bufs, tag, stream, req);
+    }
+    xc_unlock(locked);
+    return rc;
 }
 
 xcoll_status_t xcoll_isend(const void *buf, size_t count, xcoll_dtype_t dtype, int peer, int tag,

@@ -68,7 +68,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     xc_tune_t *tune = NULL;
     xcoll_status_t rc, tune_rc, pre_rc, topo_rc;
     uint32_t id = 0;
-    int i;
+    int i, locked;
 
     xc_log_init();
     if (out == NULL) {
@@ -205,10 +205,20 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
         free(comm);
         return rc;
     }
+    if (cfg->progress_thread && (rc = xc_progress_thread_start()) != XCOLL_OK) {
+        comm->tl->comm_fini(comm->tl_comm);
+        xc_topo_free(comm->topo);
+        xc_tune_free(tune);
+        free(comm);
+        return rc;
+    }
+    comm->progress_thread = cfg->progress_thread != 0;
+    locked = xc_lock();
     comm->next_live = live_comms;
     live_comms = comm;
-    xc_info("communicator %u created: rank %d of %d, timeout %g s", id, comm->rank, comm->size,
-            comm->timeout_s);
+    xc_unlock(locked);
+    xc_info("communicator %u created: rank %d of %d, timeout %g s%s", id, comm->rank, comm->size,
+            comm->timeout_s, comm->progress_thread ? ", progress thread" : "");
     *out = comm;
     return XCOLL_OK;
 }
@@ -216,14 +226,17 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
 xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
 {
     struct xcoll_comm_s **p;
+    int locked = xc_lock(), thread;
     xcoll_status_t rc = comm_lookup(comm, "xcoll_comm_destroy");
     int i;
-    if (rc != XCOLL_OK)
-        return rc;
-    if (comm->outstanding > 0) {
+    if (rc == XCOLL_OK && comm->outstanding > 0) {
         xc_error("xcoll_comm_destroy: communicator %u still has %u requests; wait for them first",
                  comm->id, comm->outstanding);
-        return XCOLL_ERR_INVALID_ARG;
+        rc = XCOLL_ERR_INVALID_ARG;
+    }
+    if (rc != XCOLL_OK) {
+        xc_unlock(locked);
+        return rc;
     }
     for (p = &live_comms; *p != comm; p = &(*p)->next_live)
         ;
@@ -235,7 +248,12 @@ xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
     xc_topo_free(comm->topo);
     xc_tune_free(comm->tune);
     xc_info("communicator %u destroyed", comm->id);
+    thread = comm->progress_thread;
     free(comm);
+    xc_unlock(locked);
+    /* without the lock: the thread needs it to finish */
+    if (thread)
+        xc_progress_thread_stop();
     return XCOLL_OK;
 }
 

@@ -25,6 +25,7 @@ typedef struct xc_cached_sched {
 
 struct xcoll_comm_s {
     int rank, size;
+    int progress_thread;    /* asked for the progress thread (request.c) */
     uint32_t id;            /* agreed at creation, unique among comms sharing a process */
     uint32_t seq;           /* sequence number of the next collective */
     double timeout_s;
@@ -63,6 +64,17 @@ struct xcoll_request_s {
     uint32_t hold_value;
     struct xcoll_request_s *prev_active, *next_active;
 };
+
+/* The progress thread (request.c), optional per communicator
+ * (xcoll_config_t.progress_thread): one per process, while any
+ * communicator that asked for it lives. While it runs, every call that
+ * touches requests, schedules or transports holds one process-wide lock,
+ * xc_lock() .. xc_unlock(its return value); without it they cost a test
+ * of a flag. */
+xcoll_status_t xc_progress_thread_start(void);
+void xc_progress_thread_stop(void);
+int xc_lock(void);
+void xc_unlock(int locked);
 
 /* XCOLL_OK if comm is a live communicator that has not failed; otherwise
  * logs why (naming `what`) and returns the status to give the caller. */

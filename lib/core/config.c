@@ -35,6 +35,15 @@ xcoll_status_t xcoll_config_init(xcoll_config_t *cfg)
     cfg->rules_source = NULL;
     cfg->fallback = 0;
     cfg->memory = XCOLL_MEMORY_AUTO;
+    cfg->progress_thread = 0;
+    env = getenv("XCOLL_PROGRESS_THREAD");
+    if (env != NULL && *env != '\0') {
+        if (strcmp(env, "1") != 0 && strcmp(env, "0") != 0) {
+            xc_error("XCOLL_PROGRESS_THREAD=%s is not 0 or 1", env);
+            return XCOLL_ERR_INVALID_ARG;
+        }
+        cfg->progress_thread = env[0] == '1';
+    }
     env = getenv("XCOLL_TIMEOUT");
     if (env != NULL && *env != '\0') {
         double t = parse_seconds(env);

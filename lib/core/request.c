@@ -1,5 +1,9 @@
 /* Requests: posting a schedule, progressing everything outstanding,
- * test/wait with back-off and the timeout. */
+ * test/wait with back-off and the timeout, and the optional progress
+ * thread that does the progressing when the caller does not. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +17,45 @@
  * all of them: a rank blocked in wait on one collective must keep serving
  * the others, or a peer waiting for those would never reach ours. */
 static struct xcoll_request_s *active_head;
+
+/* --- the progress thread and its lock ---------------------------------------
+ * While the thread runs (threaded), the lock guards everything a request
+ * touches: the active list, the engines, the transports, the schedule
+ * caches and the block pool. The thread holds it while it progresses and
+ * lets go to sleep; a caller's xcoll_wait sleeps on `finished` instead of
+ * progressing. Recursive: a blocking call takes it in its nonblocking form
+ * and again in the wait. */
+static pthread_mutex_t big_lock;
+static pthread_cond_t work_posted = PTHREAD_COND_INITIALIZER; /* the thread's sleep */
+static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;    /* waiters' sleep */
+static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
+static pthread_t thread;
+static int threaded;      /* the thread runs: take the lock */
+static int stopping;
+static unsigned thread_users; /* live communicators that asked for it */
+
+static void lock_init(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&big_lock, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+int xc_lock(void)
+{
+    if (!__atomic_load_n(&threaded, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&big_lock);
+    return 1;
+}
+
+void xc_unlock(int locked)
+{
+    if (locked)
+        pthread_mutex_unlock(&big_lock);
+}
 
 double xc_now(void)
 {
@@ -54,6 +97,8 @@ static void complete(struct xcoll_request_s *r, xcoll_status_t status)
     if (status != XCOLL_OK && !r->exec.is_p2p)
         /* the ranks no longer agree on sequence numbers */
         r->comm->failed = 1;
+    if (threaded)
+        pthread_cond_broadcast(&finished);
 }
 
 /* Advances one request; returns 1 if it moved. */
@@ -235,6 +280,8 @@ static xcoll_status_t activate(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     /* start what can start now: receives get posted before data arrives */
     progress_one(r);
     *req = r;
+    if (threaded)
+        pthread_cond_signal(&work_posted);
     return XCOLL_OK;
 }
 
@@ -305,6 +352,8 @@ static xcoll_status_t release(xcoll_request_t *req)
 xcoll_status_t xcoll_test(xcoll_request_t *req, int *done)
 {
     struct xcoll_request_s *r;
+    xcoll_status_t st;
+    int locked;
     if (req == NULL || done == NULL) {
         xc_error("xcoll_test: req or done is NULL");
         return XCOLL_ERR_INVALID_ARG;
@@ -315,11 +364,34 @@ xcoll_status_t xcoll_test(xcoll_request_t *req, int *done)
         *done = 1;
         return XCOLL_OK;
     }
+    locked = xc_lock();
     if (!r->done && !progress_all(r->comm->tl, r->comm->tl_comm))
         check_timeout(r, xc_now());
-    if (!r->done)
+    if (!r->done) {
+        xc_unlock(locked);
         return XCOLL_OK;
+    }
     *done = 1;
+    st = release(req);
+    xc_unlock(locked);
+    return st;
+}
+
+/* With the progress thread: sleep until it finishes r (it checks the
+ * timeout too). Called with the lock held once. */
+static xcoll_status_t wait_for_thread(xcoll_request_t *req)
+{
+    struct xcoll_request_s *r = *req;
+    while (!r->done) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 10 * 1000 * 1000; /* a lost wake-up costs 10 ms, no more */
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&finished, &big_lock, &until);
+    }
     return release(req);
 }
 
@@ -336,6 +408,11 @@ xcoll_status_t xcoll_wait(xcoll_request_t *req)
     r = *req;
     if (r == NULL)
         return XCOLL_OK;
+    if (xc_lock()) {
+        xcoll_status_t st = wait_for_thread(req);
+        xc_unlock(1);
+        return st;
+    }
     while (!r->done) {
         idle = progress_all(r->comm->tl, r->comm->tl_comm) ? 0 : idle + 1;
         /* The timeout is checked every 16th idle round, not the first:
@@ -351,4 +428,97 @@ xcoll_status_t xcoll_wait(xcoll_request_t *req)
             r->comm->tl->idle(r->comm->tl_comm, idle, 2000);
     }
     return release(req);
+}
+
+/* One round of the thread: every active request's transport (each once
+ * per round would need a set; a transport's progress with nothing to do
+ * costs little) and the request. Returns whether anything moved. */
+static int thread_round(void)
+{
+    struct xcoll_request_s *r, *next;
+    int moved = 0;
+    for (r = active_head; r != NULL; r = next) {
+        next = r->next_active;
+        moved |= r->comm->tl->progress(r->comm->tl_comm) > 0;
+        moved |= progress_one(r);
+    }
+    return moved;
+}
+
+/* Sleeps while nothing is posted; progresses while something is; backs
+ * off when that stalls (yields, then naps growing to 1 ms, as xcoll_wait
+ * does), with the lock let go so callers can post and test meanwhile. */
+static void *thread_main(void *arg)
+{
+    unsigned idle = 0, rounds = 0;
+    (void)arg;
+    pthread_mutex_lock(&big_lock);
+    while (!stopping) {
+        int moved;
+        if (active_head == NULL) {
+            idle = 0;
+            pthread_cond_wait(&work_posted, &big_lock);
+            continue;
+        }
+        moved = thread_round();
+        idle = moved ? 0 : idle + 1;
+        /* timeouts as xcoll_wait checks them: every 16th idle round, and
+         * every 256th whatever moved (other traffic must not hold one off) */
+        if ((idle != 0 && idle % 16 == 0) || (++rounds & 255) == 0) {
+            struct xcoll_request_s *r, *next;
+            double now = xc_now();
+            for (r = active_head; r != NULL; r = next) {
+                next = r->next_active;
+                check_timeout(r, now);
+            }
+        }
+        /* let go between rounds, so a caller's post or test is not held
+         * off while messages keep moving */
+        pthread_mutex_unlock(&big_lock);
+        if (idle == 0) {
+            if ((rounds & 15) == 0)
+                sched_yield();
+        } else if (idle < 64) {
+            sched_yield();
+        } else {
+            unsigned us = (idle - 63) * 20;
+            struct timespec nap = {0, (long)(us < 1000 ? us : 1000) * 1000};
+            nanosleep(&nap, NULL);
+        }
+        pthread_mutex_lock(&big_lock);
+    }
+    pthread_mutex_unlock(&big_lock);
+    return NULL;
+}
+
+xcoll_status_t xc_progress_thread_start(void)
+{
+    int rc;
+    pthread_once(&lock_once, lock_init);
+    if (thread_users++ > 0)
+        return XCOLL_OK;
+    stopping = 0;
+    __atomic_store_n(&threaded, 1, __ATOMIC_RELEASE);
+    rc = pthread_create(&thread, NULL, thread_main, NULL);
+    if (rc != 0) {
+        __atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
+        thread_users = 0;
+        xc_error("starting the progress thread: %s", strerror(rc));
+        return XCOLL_ERR_INTERNAL;
+    }
+    xc_info("progress thread started");
+    return XCOLL_OK;
+}
+
+void xc_progress_thread_stop(void)
+{
+    if (thread_users == 0 || --thread_users > 0)
+        return;
+    pthread_mutex_lock(&big_lock);
+    stopping = 1;
+    pthread_cond_signal(&work_posted);
+    pthread_mutex_unlock(&big_lock);
+    pthread_join(thread, NULL);
+    __atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
+    xc_info("progress thread stopped");
 }

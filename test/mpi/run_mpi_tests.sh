@@ -107,7 +107,7 @@ run_timeout() {
         XCOLL_LOG=$saved_log
         export XCOLL_LOG
     fi
-    err=$logdir/test_timeout.$np.err
+    err=$logdir/test_timeout$label.$np.err
     if [ "$rc" -eq 0 ]; then
         if grep "timed out" "$err" | grep -q "rank $skipper\\b"; then
             echo "run_mpi_tests: PASS test_timeout -np $np log names rank $skipper"
@@ -354,6 +354,20 @@ label=
 for np in 3 4; do
     run_timeout $np
 done
+# The progress thread: completion without the caller, threads posting at
+# once; then the suite's collectives, nonblocking calls, v-variants and the
+# timeout with every communicator asking for it.
+for np in 1 2 3 4; do
+    run test_progress $np --quick
+done
+export XCOLL_PROGRESS_THREAD=1
+label=.thread
+run test_coll 3 --quick
+run test_nonblocking 4
+run test_vcoll 3 --quick
+run_timeout 3
+unset XCOLL_PROGRESS_THREAD
+label=
 # The examples check their own answers (exit status).
 for np in 2 3 4; do
     run examples/allreduce $np

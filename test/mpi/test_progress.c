@@ -1,0 +1,182 @@
+/* The progress thread (xcoll_config_t.progress_thread), from its promise:
+ *  - a nonblocking collective completes while the caller computes and
+ *    makes no xcoll call at all: after the compute, one xcoll_test finds
+ *    it done (large messages too, which need both sides to act);
+ *  - calls from several threads at once are safe: threads of one process,
+ *    each on a communicator of its own, run collectives concurrently, and
+ *    every result is right;
+ *  - blocking calls and xcoll_wait work on top of it.
+ *
+ * Usage: test_progress [--quick] */
+#include <pthread.h>
+
+#include "common.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Busy for `seconds` without calling xcoll (the optimiser may not drop it). */
+static volatile double sink;
+static void compute(double seconds)
+{
+    double t0 = now_s(), x = 1;
+    while (now_s() - t0 < seconds)
+        for (int i = 0; i < 10000; i++)
+            x = x * 1.0000001 + 1e-9;
+    sink = x;
+}
+
+static xcoll_comm_t comm_with_thread(MPI_Comm mc)
+{
+    xcoll_config_t cfg;
+    xcoll_comm_t comm = NULL;
+    if (xcoll_config_init(&cfg) != XCOLL_OK)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    cfg.timeout_s = getenv("XCOLL_TIMEOUT") ? cfg.timeout_s : 60;
+    cfg.progress_thread = 1;
+    if (xcoll_comm_create_mpi(mc, &cfg, &comm) != XCOLL_OK) {
+        fprintf(stderr, "test_progress r%d: xcoll_comm_create_mpi failed\n", tc.rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return comm;
+}
+
+/* 1. Completion without the caller. */
+static void test_overlap(xcoll_comm_t comm, size_t count)
+{
+    const int P = tc.size;
+    float *in = malloc(count * sizeof(float)), *out = malloc(count * sizeof(float));
+    int *a2a_in = malloc(count * sizeof(int)), *a2a_out = malloc(count * sizeof(int));
+    size_t blk = count / (size_t)P, i;
+    xcoll_request_t r1 = NULL, r2 = NULL;
+    int done1 = 0, done2 = 0, bad = 0;
+    for (i = 0; i < count; i++) {
+        in[i] = (float)(tc.rank + 1);
+        a2a_in[i] = tc.rank * 1000 + (int)(i / (blk ? blk : 1));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    TC_EXPECT(XCOLL_OK, xcoll_iallreduce(in, out, count, XCOLL_FLOAT32, XCOLL_SUM, comm, NULL, &r1));
+    TC_EXPECT(XCOLL_OK,
+              xcoll_ialltoall(a2a_in, a2a_out, blk, XCOLL_INT32, comm, NULL, &r2));
+    compute(0.4); /* no xcoll call: only the thread can move them */
+    TC_EXPECT(XCOLL_OK, xcoll_test(&r1, &done1));
+    TC_EXPECT(XCOLL_OK, xcoll_test(&r2, &done2));
+    if (done1 && done2)
+        tc_pass();
+    else
+        tc_fail("%zu elements: after 0.4 s of compute the allreduce is %s, the alltoall %s",
+                count, done1 ? "done" : "NOT done", done2 ? "done" : "NOT done");
+    if (!done1)
+        TC_EXPECT(XCOLL_OK, xcoll_wait(&r1));
+    if (!done2)
+        TC_EXPECT(XCOLL_OK, xcoll_wait(&r2));
+    for (i = 0; i < count; i++)
+        bad += out[i] != (float)(P * (P + 1) / 2);
+    for (i = 0; i < blk * (size_t)P; i++)
+        bad += a2a_out[i] != (int)(i / blk) * 1000 + tc.rank;
+    if (bad)
+        tc_fail("%d wrong elements after the overlapped calls (%zu elements)", bad, count);
+    else
+        tc_pass();
+    free(in), free(out), free(a2a_in), free(a2a_out);
+}
+
+/* 2. Threads of one process, a communicator each, collectives at once. */
+typedef struct {
+    xcoll_comm_t comm;
+    int id, iters, bad;
+    xcoll_status_t st;
+} worker_t;
+
+static void *worker(void *arg)
+{
+    worker_t *w = arg;
+    const int P = tc.size;
+    enum { N = 300 };
+    int in[N], out[N];
+    size_t counts[64], displs[64];
+    for (int it = 0; it < w->iters && w->st == XCOLL_OK; it++) {
+        for (int i = 0; i < N; i++)
+            in[i] = tc.rank + w->id * 100 + it;
+        w->st = xcoll_allreduce(in, out, N, XCOLL_INT32, XCOLL_SUM, w->comm, NULL);
+        for (int i = 0; i < N && w->st == XCOLL_OK; i++)
+            w->bad += out[i] != P * (P - 1) / 2 + P * (w->id * 100 + it);
+        /* and a nonblocking allgatherv, waited for */
+        for (int j = 0; j < P; j++)
+            counts[j] = (size_t)(j % 3) + 1, displs[j] = (size_t)j * 4;
+        xcoll_request_t r = NULL;
+        if (w->st == XCOLL_OK)
+            w->st = xcoll_iallgatherv(in, counts[tc.rank], out, counts, displs, XCOLL_INT32,
+                                      w->comm, NULL, &r);
+        if (w->st == XCOLL_OK)
+            w->st = xcoll_wait(&r);
+        for (int j = 0; j < P && w->st == XCOLL_OK; j++)
+            for (size_t k = 0; k < counts[j]; k++)
+                w->bad += out[displs[j] + k] != j + w->id * 100 + it;
+    }
+    return NULL;
+}
+
+static void test_threads(int nthreads, int iters)
+{
+    MPI_Comm mc[8];
+    worker_t w[8];
+    pthread_t th[8];
+    int t, bad = 0;
+    for (t = 0; t < nthreads; t++) {
+        TC_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &mc[t]));
+        w[t].comm = comm_with_thread(mc[t]);
+        w[t].id = t;
+        w[t].iters = iters;
+        w[t].bad = 0;
+        w[t].st = XCOLL_OK;
+    }
+    for (t = 0; t < nthreads; t++)
+        if (pthread_create(&th[t], NULL, worker, &w[t]) != 0) {
+            fprintf(stderr, "test_progress: pthread_create failed\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    for (t = 0; t < nthreads; t++) {
+        pthread_join(th[t], NULL);
+        TC_EXPECT(XCOLL_OK, w[t].st);
+        bad += w[t].bad;
+    }
+    if (bad)
+        tc_fail("%d threads: %d wrong elements", nthreads, bad);
+    else
+        tc_pass();
+    for (t = 0; t < nthreads; t++) {
+        TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(w[t].comm));
+        MPI_Comm_free(&mc[t]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && !strcmp(argv[1], "--quick"), provided = 0;
+    /* the test's own threads call only xcoll, never MPI */
+    TC_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
+    tc.name = "test_progress";
+    tc.max_reports = 4;
+    TC_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &tc.rank));
+    TC_MPI(MPI_Comm_size(MPI_COMM_WORLD, &tc.size));
+    setvbuf(stderr, NULL, _IONBF, 0);
+    if (tc.size > 64) {
+        MPI_Finalize();
+        return 77;
+    }
+    xcoll_comm_t comm = comm_with_thread(MPI_COMM_WORLD);
+    test_overlap(comm, 1000);
+    test_overlap(comm, (size_t)1 << (quick ? 18 : 20)); /* CMA-sized messages */
+    TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
+    test_threads(quick ? 2 : 4, quick ? 20 : 60);
+    /* the thread stops with the last communicator and starts again */
+    comm = comm_with_thread(MPI_COMM_WORLD);
+    test_overlap(comm, 4096);
+    TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
+    return tc_finish();
+}
