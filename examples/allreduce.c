@@ -83,7 +83,15 @@ int main(int argc, char **argv)
         printf("expected %d in every element (0 + 1 + ... + %d)\n", size * (size - 1) / 2,
                size - 1);
 
+    /* an example that teaches must also be right: check, and say so */
+    int wrong = 0, all_wrong = 0;
+    for (int i = 0; i < COUNT; i++)
+        wrong += buf[i] != (float)(size * (size - 1) / 2);
+    MPI_Allreduce(&wrong, &all_wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0 && all_wrong != 0)
+        printf("FAILED: %d elements differ\n", all_wrong);
+
     xcoll_comm_destroy(comm);
     MPI_Finalize();
-    return 0;
+    return all_wrong == 0 ? 0 : 1;
 }

@@ -371,8 +371,10 @@ label=
 # The examples check their own answers (exit status).
 for np in 2 3 4; do
     run examples/allreduce $np
+    run examples/allgather $np
     run examples/alltoallv $np
 done
+run examples/overlap 2
 # Device buffers. On the emulated GPU (device memory the CPU cannot touch,
 # GPU work that runs late) everywhere; on a real device when there is one,
 # else that run says "skipped: no CUDA device" (exit 77) and counts as such.
