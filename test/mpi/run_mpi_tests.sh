@@ -373,8 +373,11 @@ for np in 2 3 4; do
     run examples/allreduce $np
     run examples/allgather $np
     run examples/alltoallv $np
+    run examples/bcast_reduce $np
 done
 run examples/overlap 2
+# (its deadlock lesson waits out a 2 s timeout)
+run examples/send_recv 3
 # Device buffers. On the emulated GPU (device memory the CPU cannot touch,
 # GPU work that runs late) everywhere; on a real device when there is one,
 # else that run says "skipped: no CUDA device" (exit 77) and counts as such.
