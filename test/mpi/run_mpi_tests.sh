@@ -374,6 +374,8 @@ for np in 2 3 4; do
     run examples/allgather $np
     run examples/alltoallv $np
     run examples/bcast_reduce $np
+    run examples/reduce_scatter $np
+    run examples/gather_scatter $np
 done
 run examples/overlap 2
 # (its deadlock lesson waits out a 2 s timeout)
