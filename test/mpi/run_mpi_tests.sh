@@ -376,6 +376,7 @@ for np in 2 3 4; do
     run examples/bcast_reduce $np
     run examples/reduce_scatter $np
     run examples/gather_scatter $np
+    run examples/barrier $np
 done
 run examples/overlap 2
 # (its deadlock lesson waits out a 2 s timeout)
