@@ -169,9 +169,9 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
     b.a.op = c->op;
     b.a.root = c->root;
     b.a.in_place = c->in_place;
-    /* a v-variant's choice depends on sizes some ranks cannot see, so the
-     * ranks could disagree on handing it back: it never is */
-    b.a.fallback = c->vec != NULL ? 0 : comm->fallback;
+    /* by the collective, not by this rank's counts: a gatherv's non-root
+     * ranks have none, and must decide as the root does */
+    b.a.fallback = xc_coll_is_vector(c->coll) ? 0 : comm->fallback;
     b.a.topo = comm->topo;
     b.a.scounts = c->scounts;
     b.a.sdispls = c->sdispls;
@@ -533,9 +533,8 @@ static xcoll_status_t start_barrier(const xcoll_args_t *g, xcoll_comm_t comm,
 /* -------------------------------------------------------------- v-variants */
 
 /* One side's blocks: counts[j] elements at displs[j], j < size. Checks the
- * arrays are there and every block's end fits in size_t bytes; *extent
- * gets the bytes from the buffer's start to the furthest block end, and
- * *total the bytes of all blocks. */
+ * arrays are there and every block's end fits in size_t bytes; *total
+ * gets the bytes of all blocks. */
 static xcoll_status_t check_blocks(const char *what, const char *counts_name,
                                    const char *displs_name, const size_t *counts,
                                    const size_t *displs, int size, size_t dsize, size_t *total)
@@ -885,7 +884,7 @@ xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *
         return XCOLL_ERR_INVALID_ARG;
     }
     /* the v-variants are never handed back (post) */
-    if (!comm->fallback || args->coll >= XCOLL_COLL_ALLGATHERV)
+    if (!comm->fallback || xc_coll_is_vector((xc_coll_t)args->coll))
         return XCOLL_OK;
     if (!xc_dtype_valid(args->dtype) || !xc_op_valid(args->op)) {
         xc_error("%s: invalid datatype %d or operator %d", what, (int)args->dtype,

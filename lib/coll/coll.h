@@ -83,6 +83,14 @@ typedef struct {
 
 const char *xc_coll_name(xc_coll_t coll);
 
+/* The v-variants: a rank's counts may be its own (alltoallv) or the
+ * root's alone (gatherv, scatterv), so no choice of theirs may depend on
+ * what some ranks cannot see, such as handing a call back. */
+static inline int xc_coll_is_vector(xc_coll_t coll)
+{
+    return coll >= XC_COLL_ALLGATHERV && coll < XC_COLL_COUNT;
+}
+
 /* Ring peers are pure functions of rank and size. */
 static inline int xc_ring_next(int rank, int size) { return (rank + 1) % size; }
 static inline int xc_ring_prev(int rank, int size) { return (rank + size - 1) % size; }

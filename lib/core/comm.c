@@ -199,14 +199,10 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
         comm->tl->comm_fini(comm->tl_comm);
     if (rc == XCOLL_OK)
         rc = topo_rc;
-    if (rc != XCOLL_OK) {
-        xc_topo_free(comm->topo);
-        xc_tune_free(tune);
-        free(comm);
-        return rc;
-    }
-    if (cfg->progress_thread && (rc = xc_progress_thread_start()) != XCOLL_OK) {
+    if (rc == XCOLL_OK && cfg->progress_thread &&
+        (rc = xc_progress_thread_start()) != XCOLL_OK)
         comm->tl->comm_fini(comm->tl_comm);
+    if (rc != XCOLL_OK) {
         xc_topo_free(comm->topo);
         xc_tune_free(tune);
         free(comm);

@@ -189,6 +189,18 @@ for mode in $modes; do
     expect_log "$mode" spec_vcoll "served allgatherv on .*staged" "served alltoallv on" \
         "served gatherv on" "served scatterv on" "served iallgatherv on"
 done
+# A rule that hands gatherv and scatterv to "mpi" must not split the root
+# (which has counts) from the others (which have none): xcoll keeps every
+# v-variant, on every rank (this hung before the decision went by the
+# collective).
+if [ -f "$PMPI_LIB" ] && [ "$is_ompi" = yes ]; then
+    if run pmpi 3 spec_vcoll "$work/out" -x "XCOLL_TUNE=gatherv:0-inf:mpi;scatterv:0-inf:mpi"; then
+        echo "PASS: spec_vcoll under pmpi with gatherv and scatterv ruled to mpi"
+    else
+        fail "spec_vcoll under pmpi with gatherv and scatterv ruled to mpi:"
+        tail -n 20 "$work/out" "$work/out.err"
+    fi
+fi
 # By default the v-variants stay MPI's (the component does not even take
 # them then; the PMPI library says why it passes them back).
 if [ "$is_ompi" = yes ] && [ -f "$PMPI_LIB" ]; then
