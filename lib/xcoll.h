@@ -13,12 +13,12 @@
  *  - threads: without a progress thread (xcoll_config_t.progress_thread)
  *    the library is not thread safe: call it from one thread per process,
  *    or serialise the calls. With one, the collectives, point-to-point
- *    calls, xcoll_test, xcoll_wait, xcoll_start and xcoll_declines may be
- *    called from any threads at once, on one communicator or several
- *    (one lock serialises them; the order in which two threads post on
- *    one communicator is the order the lock grants, so threads that post
- *    on one communicator must order their calls themselves, as every rank
- *    has to see the same sequence). Creating and destroying communicators
+ *    calls, xcoll_test, xcoll_wait, xcoll_request_notify, xcoll_start and
+ *    xcoll_declines may be called from any threads at once, on one
+ *    communicator or several (one lock serialises them; the order in
+ *    which two threads post on one communicator is the order the lock
+ *    grants, so threads that post on one communicator must order their
+ *    calls themselves, as every rank has to see the same sequence). Creating and destroying communicators
  *    must not overlap other xcoll calls. A request may be tested or
  *    waited for by one thread at a time.
  *
@@ -504,6 +504,20 @@ xcoll_status_t xcoll_irecv(void *buf, size_t count, xcoll_dtype_t dtype, int pee
  * need not). */
 xcoll_status_t xcoll_test(xcoll_request_t *req, int *done);
 xcoll_status_t xcoll_wait(xcoll_request_t *req);
+
+/* Asks for fn(arg) to be called once when req finishes (completes, fails
+ * or times out), so that a caller with the progress thread can learn of
+ * it without a thread of its own blocked in xcoll_wait on each request
+ * (the torch backend: completions in any order, from one thread). fn runs
+ * on the thread that finishes req, the progress thread or a caller inside
+ * xcoll_test or xcoll_wait; if req has finished already, on this thread
+ * before this call returns. It runs inside xcoll, holding xcoll's lock: it
+ * must not call xcoll nor wait for a thread that does; note the fact (set
+ * a flag, signal a condition variable) and return. The request is still
+ * the caller's: finish it with xcoll_test or xcoll_wait, which then
+ * returns at once. One callback per request (a second call gives
+ * XCOLL_ERR_INVALID_ARG). */
+xcoll_status_t xcoll_request_notify(xcoll_request_t req, void (*fn)(void *arg), void *arg);
 
 /* --- MPI bootstrap (only when <mpi.h> was included first) ------------------ */
 #ifdef MPI_VERSION

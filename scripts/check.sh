@@ -20,6 +20,8 @@ run_check() {
 # MPICH too, for the PMPI drop-in's MPICH test; Open MPI keeps the default
 # mpicc/mpirun (its alternatives priority is higher).
 XCOLL_PACKAGES="$XCOLL_PACKAGES mpich libmpich-dev"
+# PyTorch (CPU) for the torch.distributed backend and its tests
+XCOLL_PACKAGES="$XCOLL_PACKAGES python3-torch libtorch-dev python3-numpy pybind11-dev"
 install_packages
 generate
 

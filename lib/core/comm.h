@@ -62,6 +62,9 @@ struct xcoll_request_s {
     /* a caller's stream held until this request completes (stream given) */
     volatile uint32_t *hold_flag;
     uint32_t hold_value;
+    /* xcoll_request_notify: called once, when the request finishes */
+    void (*notify_fn)(void *arg);
+    void *notify_arg;
     struct xcoll_request_s *prev_active, *next_active;
 };
 

@@ -99,6 +99,8 @@ static void complete(struct xcoll_request_s *r, xcoll_status_t status)
         r->comm->failed = 1;
     if (threaded)
         pthread_cond_broadcast(&finished);
+    if (r->notify_fn != NULL)
+        r->notify_fn(r->notify_arg);
 }
 
 /* Advances one request; returns 1 if it moved. */
@@ -270,6 +272,8 @@ static xcoll_status_t activate(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     r->status = XCOLL_INPROGRESS;
     r->done = 0;
     r->last_moved = 0;
+    r->notify_fn = NULL;
+    r->notify_arg = NULL;
     r->next_active = active_head;
     if (active_head != NULL)
         active_head->prev_active = r;
@@ -375,6 +379,29 @@ xcoll_status_t xcoll_test(xcoll_request_t *req, int *done)
     st = release(req);
     xc_unlock(locked);
     return st;
+}
+
+xcoll_status_t xcoll_request_notify(xcoll_request_t req, void (*fn)(void *arg), void *arg)
+{
+    int locked;
+    if (req == NULL || fn == NULL) {
+        xc_error("xcoll_request_notify: req or fn is NULL");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    locked = xc_lock();
+    if (req->notify_fn != NULL) {
+        xc_unlock(locked);
+        xc_error("xcoll_request_notify: this request has a callback already");
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    req->notify_fn = fn;
+    req->notify_arg = arg;
+    /* finished before the caller could ask (a call with nothing to wait
+     * for completes while it is posted): now, on this thread */
+    if (req->done)
+        fn(arg);
+    xc_unlock(locked);
+    return XCOLL_OK;
 }
 
 /* With the progress thread: sleep until it finishes r (it checks the

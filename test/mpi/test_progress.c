@@ -155,6 +155,83 @@ static void test_threads(int nthreads, int iters)
     }
 }
 
+/* 3. xcoll_request_notify: every callback exactly once, in the order the
+ * requests finish, not the order they were posted; at once for a request
+ * already finished; a second registration refused. Rank 0 posts a receive
+ * from rank 1 that rank 1 sends only after a barrier rank 0 must enter
+ * first: a callback delivered in posting order would never let it. */
+static pthread_mutex_t note_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t note_cv = PTHREAD_COND_INITIALIZER;
+static int notes[3], note_order[3], nnotes;
+static void note(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    pthread_mutex_lock(&note_mu);
+    if (nnotes < 3)
+        note_order[nnotes] = i;
+    notes[i]++;
+    nnotes++;
+    pthread_cond_broadcast(&note_cv);
+    pthread_mutex_unlock(&note_mu);
+}
+
+static int wait_notes(int n)
+{
+    struct timespec until;
+    int ok;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    pthread_mutex_lock(&note_mu);
+    while (nnotes < n && pthread_cond_timedwait(&note_cv, &note_mu, &until) == 0)
+        ;
+    ok = nnotes >= n;
+    pthread_mutex_unlock(&note_mu);
+    return ok;
+}
+
+static void test_notify(xcoll_comm_t comm)
+{
+    int v = 0, w = 0, bad = 0;
+    xcoll_request_t rr = NULL, rs = NULL, rb = NULL;
+    if (tc.size < 2) {
+        /* a one-rank barrier finishes while it is posted */
+        TC_EXPECT(XCOLL_OK, xcoll_ibarrier(comm, &rb));
+        TC_EXPECT(XCOLL_OK, xcoll_request_notify(rb, note, (void *)(intptr_t)0));
+        bad += notes[0] != 1;
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_request_notify(rb, note, (void *)(intptr_t)1));
+        TC_EXPECT(XCOLL_OK, xcoll_wait(&rb));
+        bad += notes[0] != 1 || notes[1] != 0;
+    } else if (tc.rank == 0) {
+        TC_EXPECT(XCOLL_OK, xcoll_irecv(&v, 1, XCOLL_INT32, 1, 5, comm, NULL, &rr));
+        TC_EXPECT(XCOLL_OK, xcoll_request_notify(rr, note, (void *)(intptr_t)0));
+        TC_EXPECT(XCOLL_OK, xcoll_ibarrier(comm, &rb));
+        TC_EXPECT(XCOLL_OK, xcoll_request_notify(rb, note, (void *)(intptr_t)1));
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_request_notify(rb, note, (void *)(intptr_t)2));
+        /* no xcoll call until both are noted: the thread finishes them */
+        bad += !wait_notes(2);
+        bad += note_order[0] != 1 || note_order[1] != 0 || notes[0] != 1 || notes[1] != 1 ||
+               notes[2] != 0;
+        TC_EXPECT(XCOLL_OK, xcoll_wait(&rb));
+        TC_EXPECT(XCOLL_OK, xcoll_wait(&rr));
+        bad += v != 4242;
+    } else {
+        TC_EXPECT(XCOLL_OK, xcoll_barrier(comm));
+        if (tc.rank == 1) {
+            w = 4242;
+            TC_EXPECT(XCOLL_OK, xcoll_isend(&w, 1, XCOLL_INT32, 0, 5, comm, NULL, &rs));
+            TC_EXPECT(XCOLL_OK, xcoll_request_notify(rs, note, (void *)(intptr_t)0));
+            bad += !wait_notes(1) || notes[0] != 1;
+            TC_EXPECT(XCOLL_OK, xcoll_wait(&rs));
+        }
+    }
+    TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_request_notify(NULL, note, NULL));
+    if (bad)
+        tc_fail("notify: %d wrong (calls %d %d %d, order %d %d)", bad, notes[0], notes[1], notes[2],
+                note_order[0], note_order[1]);
+    else
+        tc_pass();
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && !strcmp(argv[1], "--quick"), provided = 0;
@@ -172,6 +249,7 @@ int main(int argc, char **argv)
     xcoll_comm_t comm = comm_with_thread(MPI_COMM_WORLD);
     test_overlap(comm, 1000);
     test_overlap(comm, (size_t)1 << (quick ? 18 : 20)); /* CMA-sized messages */
+    test_notify(comm);
     TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
     test_threads(quick ? 2 : 4, quick ? 20 : 60);
     /* the thread stops with the last communicator and starts again */
