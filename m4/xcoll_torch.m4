@@ -41,7 +41,7 @@ AS_IF([test -z "$xcoll_torch_why" && test -z "$TORCH_PYTHON"], [
 
 AS_IF([test -z "$xcoll_torch_why"], [
     AC_MSG_CHECKING([for torch under $TORCH_PYTHON])
-    AS_IF([xcoll_torch_facts=`$TORCH_PYTHON $srcdir/build-aux/torch-facts.py 2>/dev/null`],
+    AS_IF([xcoll_torch_facts=`$TORCH_PYTHON $srcdir/lib/torch/torch_facts.py 2>/dev/null`],
           [], [xcoll_torch_facts=])
     set dummy $xcoll_torch_facts
     AS_IF([test $[#] -ne 8], [

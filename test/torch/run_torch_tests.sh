@@ -25,7 +25,10 @@ MASTER_ADDR=127.0.0.1
 OMPI_MCA_rmaps_base_oversubscribe=1
 # one intra-op thread per rank: more ranks than cores here
 OMP_NUM_THREADS=1
+# no __pycache__ in the source tree (read-only under distcheck)
+PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH LD_LIBRARY_PATH MASTER_ADDR OMPI_MCA_rmaps_base_oversubscribe OMP_NUM_THREADS
+export PYTHONDONTWRITEBYTECODE
 
 if [ ! -f "$top_builddir/lib/torch/.libs/xcoll_torch.so" ]; then
     echo "run_torch_tests: $top_builddir/lib/torch/.libs/xcoll_torch.so not built"
