@@ -66,6 +66,12 @@ class Group {
         std::chrono::milliseconds timeout);
   ~Group();
   Group(const Group&) = delete;
+  // Waits until every posted call has completed (each within the timeout),
+  // stops the completion thread and destroys the communicator; the
+  // destructor's work, for a caller that must first let go of a lock the
+  // completion thread may need (Python's, for a future's callbacks).
+  // Idempotent.
+  void shutdown();
   Group& operator=(const Group&) = delete;
 
   int rank() const { return rank_; }

@@ -126,7 +126,9 @@ Group::Group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
   completer_ = std::thread([this] { completion_loop(); });
 }
 
-Group::~Group() {
+Group::~Group() { shutdown(); }
+
+void Group::shutdown() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stopping_ = true;
@@ -136,7 +138,9 @@ Group::~Group() {
   // within the communicator's timeout
   if (completer_.joinable())
     completer_.join();
-  xcoll_comm_destroy(comm_);
+  if (comm_ != nullptr)
+    xcoll_comm_destroy(comm_);
+  comm_ = nullptr;
 }
 
 c10::intrusive_ptr<Work> Group::work(c10d::OpType type, const char* title,

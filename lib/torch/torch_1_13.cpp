@@ -23,6 +23,17 @@ class ProcessGroupXcoll : public c10d::ProcessGroup {
     init();
   }
 
+  // Python drops the last reference holding the GIL, and the completion
+  // thread may be running a future's Python callback, which needs it.
+  ~ProcessGroupXcoll() override {
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      pybind11::gil_scoped_release unlocked;
+      group_.shutdown();
+    } else {
+      group_.shutdown();
+    }
+  }
+
   const std::string getBackendName() const override { return "xcoll"; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t,

@@ -456,6 +456,25 @@ def test_subgroups():
     check("subgroup backend", dist.get_backend(mine) == "xcoll")
 
 
+def test_destroy_with_callback():
+    """Destroying a group while a future's Python callback is pending:
+    the callback runs, nothing deadlocks on the GIL."""
+    g = dist.new_group(list(range(SIZE)), backend="xcoll")
+    seen = []
+
+    def slow(f):
+        time.sleep(0.2)
+        seen.append(int(f.value()[0][0]))
+        return f.value()
+
+    fut = dist.all_reduce(torch.ones(4, dtype=torch.int64), group=g,
+                          async_op=True).get_future().then(slow)
+    dist.destroy_process_group(g)
+    del g
+    fut.wait()
+    check("destroy with a pending callback", seen == [SIZE], str(seen))
+
+
 def test_refusals():
     raises("int16 reduction", TypeError, ["cannot reduce", "Short"],
            lambda: dist.all_reduce(torch.zeros(3, dtype=torch.int16)))
@@ -506,7 +525,7 @@ def main():
     for test in (lambda: test_all_reduce(gloo), test_coalesced, lambda: test_broadcast(gloo),
                  test_reduce, lambda: test_all_gather(gloo), test_reduce_scatter,
                  lambda: test_all_to_all(gloo), test_gather_scatter, test_send_recv, test_async,
-                 test_subgroups, test_refusals, test_timeout):
+                 test_subgroups, test_destroy_with_callback, test_refusals, test_timeout):
         test()
         dist.barrier()
     total = torch.tensor([failures])
