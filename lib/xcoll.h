@@ -18,9 +18,9 @@
  *    communicator or several (one lock serialises them; the order in
  *    which two threads post on one communicator is the order the lock
  *    grants, so threads that post on one communicator must order their
- *    calls themselves, as every rank has to see the same sequence). Creating and destroying communicators
- *    must not overlap other xcoll calls. A request may be tested or
- *    waited for by one thread at a time.
+ *    calls themselves, as every rank has to see the same sequence).
+ *    Creating and destroying communicators must not overlap other xcoll
+ *    calls. A request may be tested or waited for by one thread at a time.
  *
  * In-place operation: pass XCOLL_IN_PLACE as the send buffer (MPI style),
  * or pass the same pointer as send and receive buffer (NCCL style); each

@@ -51,6 +51,20 @@ void check_like(const at::Tensor& t, const at::Tensor& like, const char* what,
                     " elements, the input ", like.numel());
 }
 
+// The one-tensor forms (all_gather_into_tensor, reduce_scatter_tensor):
+// whole holds one block per rank, each the size of block.
+void check_blocks(const Group& g, const at::Tensor& whole, const char* whole_name,
+                  const at::Tensor& block, const char* block_name, const char* what) {
+  check_tensor(whole, what);
+  check_tensor(block, what);
+  TORCH_CHECK_TYPE(whole.scalar_type() == block.scalar_type(), XT_WHO, what, ": the ",
+                   whole_name, " is ", whole.scalar_type(), ", the ", block_name, " ",
+                   block.scalar_type());
+  TORCH_CHECK_VALUE(whole.numel() == (int64_t)g.size() * block.numel(), XT_WHO, what, ": the ",
+                    whole_name, " has ", whole.numel(), " elements, which is not ", g.size(),
+                    " ranks times the ", block_name, "'s ", block.numel());
+}
+
 size_t nbytes(const at::Tensor& t) { return (size_t)t.numel() * t.element_size(); }
 
 // xcoll never reads or writes through a pointer for 0 bytes, but refuses
@@ -185,12 +199,12 @@ c10::intrusive_ptr<c10d::Work> allreduce(Group& g, std::vector<at::Tensor>& tens
 c10::intrusive_ptr<c10d::Work> allreduce_coalesced(Group& g, std::vector<at::Tensor>& tensors,
                                                    const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK_VALUE(!tensors.empty(), XT_WHO "all_reduce_coalesced: no tensors");
-  for (const auto& t : tensors)
-    check_like(t, t, "all_reduce_coalesced", "a tensor");
-  for (const auto& t : tensors)
+  for (const auto& t : tensors) {
+    check_tensor(t, "all_reduce_coalesced");
     TORCH_CHECK_TYPE(t.scalar_type() == tensors[0].scalar_type(),
                      XT_WHO "all_reduce_coalesced: tensors of one dtype only, got ",
                      tensors[0].scalar_type(), " and ", t.scalar_type());
+  }
   const xcoll_dtype_t dt = reduce_dtype(tensors[0], "all_reduce_coalesced");
   const xcoll_op_t op = reduce_op(opts.reduceOp, tensors[0], "all_reduce_coalesced");
   at::Tensor flat = flatten(tensors);
@@ -263,15 +277,7 @@ c10::intrusive_ptr<c10d::Work> allgather(Group& g, std::vector<std::vector<at::T
 
 c10::intrusive_ptr<c10d::Work> allgather_base(Group& g, at::Tensor& output, at::Tensor& input,
                                               const c10d::AllgatherOptions&) {
-  check_tensor(input, "all_gather_into_tensor");
-  check_tensor(output, "all_gather_into_tensor");
-  TORCH_CHECK_TYPE(output.scalar_type() == input.scalar_type(),
-                   XT_WHO "all_gather_into_tensor: the output is ", output.scalar_type(),
-                   ", the input ", input.scalar_type());
-  TORCH_CHECK_VALUE(output.numel() == (int64_t)g.size() * input.numel(),
-                    XT_WHO "all_gather_into_tensor: the output has ", output.numel(),
-                    " elements, which is not ", g.size(), " ranks times the input's ",
-                    input.numel());
+  check_blocks(g, output, "output", input, "input", "all_gather_into_tensor");
   at::Tensor in = dense_in(input);
   at::Tensor out = dense_out(output, false);
   void *pin = mem(in), *pout = mem(out);
@@ -366,15 +372,7 @@ c10::intrusive_ptr<c10d::Work> reduce_scatter(Group& g, std::vector<at::Tensor>&
 c10::intrusive_ptr<c10d::Work> reduce_scatter_base(Group& g, at::Tensor& output,
                                                    at::Tensor& input,
                                                    const c10d::ReduceScatterOptions& opts) {
-  check_tensor(input, "reduce_scatter_tensor");
-  check_tensor(output, "reduce_scatter_tensor");
-  TORCH_CHECK_TYPE(output.scalar_type() == input.scalar_type(),
-                   XT_WHO "reduce_scatter_tensor: the output is ", output.scalar_type(),
-                   ", the input ", input.scalar_type());
-  TORCH_CHECK_VALUE(input.numel() == (int64_t)g.size() * output.numel(),
-                    XT_WHO "reduce_scatter_tensor: the input has ", input.numel(),
-                    " elements, which is not ", g.size(), " ranks times the output's ",
-                    output.numel());
+  check_blocks(g, input, "input", output, "output", "reduce_scatter_tensor");
   const xcoll_dtype_t dt = reduce_dtype(output, "reduce_scatter_tensor");
   const xcoll_op_t op = reduce_op(opts.reduceOp, output, "reduce_scatter_tensor");
   at::Tensor in = dense_in(input);
