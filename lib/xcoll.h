@@ -141,8 +141,10 @@ typedef struct {
     /* 1: a thread of xcoll's own progresses this process's outstanding
      * operations (every communicator's) while the caller computes, so a
      * nonblocking collective completes without xcoll_test calls; one per
-     * process, while any communicator that asked for it lives. Waiting
-     * then sleeps until the thread finishes the operation. Device buffers:
+     * process, while any communicator that asked for it lives. When
+     * nothing moves the thread sleeps until a peer's message wakes it
+     * (UCX's event fd, a futex in shared memory). Waiting then sleeps
+     * until the thread finishes the operation. Device buffers:
      * the thread makes its CUDA calls on its own current device, CUDA's
      * default one (use one visible device per process). Default: the
      * XCOLL_PROGRESS_THREAD environment variable (1 or 0), else 0. */

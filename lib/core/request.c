@@ -472,16 +472,36 @@ static int thread_round(void)
     return moved;
 }
 
+/* After 64 idle rounds, with the lock held: arms the first active
+ * request's transport (shared memory wraps UCX: one process-wide state
+ * serves every communicator). Returns it when the thread may sleep on *w
+ * once it has let go of the lock, NULL when it should nap (no wakeup
+ * there) or progress again at once (*busy: something arrived). */
+static const xc_transport_t *thread_arm(xc_wait_t *w, int *busy)
+{
+    const xc_transport_t *tl = active_head->comm->tl;
+    int a;
+    *busy = 0;
+    if (tl->arm == NULL)
+        return NULL;
+    a = tl->arm(active_head->comm->tl_comm, w);
+    *busy = a > 0;
+    return a == 0 ? tl : NULL;
+}
+
 /* Sleeps while nothing is posted; progresses while something is; backs
- * off when that stalls (yields, then naps growing to 1 ms, as xcoll_wait
- * does), with the lock let go so callers can post and test meanwhile. */
+ * off when that stalls (yields, then sleeps on the transport's wakeup for
+ * at most 1 ms, naps where it has none), with the lock let go so callers
+ * can post and test meanwhile. */
 static void *thread_main(void *arg)
 {
     unsigned idle = 0, rounds = 0;
     (void)arg;
     pthread_mutex_lock(&big_lock);
     while (!stopping) {
-        int moved;
+        const xc_transport_t *armed = NULL;
+        xc_wait_t w;
+        int moved, busy = 0;
         if (active_head == NULL) {
             idle = 0;
             pthread_cond_wait(&work_posted, &big_lock);
@@ -499,10 +519,16 @@ static void *thread_main(void *arg)
                 check_timeout(r, now);
             }
         }
+        if (idle >= 64 && active_head != NULL)
+            armed = thread_arm(&w, &busy);
         /* let go between rounds, so a caller's post or test is not held
          * off while messages keep moving */
         pthread_mutex_unlock(&big_lock);
-        if (idle == 0) {
+        if (armed != NULL) {
+            armed->sleep(&w, 1000);
+        } else if (busy) {
+            idle = 0;
+        } else if (idle == 0) {
             if ((rounds & 15) == 0)
                 sched_yield();
         } else if (idle < 64) {
@@ -513,6 +539,8 @@ static void *thread_main(void *arg)
             nanosleep(&nap, NULL);
         }
         pthread_mutex_lock(&big_lock);
+        if (armed != NULL)
+            armed->disarm();
     }
     pthread_mutex_unlock(&big_lock);
     return NULL;

@@ -36,6 +36,17 @@ static inline void xc_land_reduce_apply(const xc_land_reduce_t *red, size_t off,
         xc_reduce(dst, a, msg, count, red->dtype, red->op);
 }
 
+/* What a sleeping rank waits on (see arm/sleep below): an event fd, or
+ * futex words in shared memory with the values they had when armed. */
+#define XC_WAIT_WORDS 16
+typedef struct {
+    int fd;                           /* -1: none */
+    unsigned nwords;
+    uint32_t *word[XC_WAIT_WORDS];
+    uint32_t val[XC_WAIT_WORDS];
+    unsigned max_us;                  /* the transport's cap on one sleep */
+} xc_wait_t;
+
 typedef struct xc_transport {
     const char *name;
 
@@ -90,6 +101,20 @@ typedef struct xc_transport {
     /* Called when progress found nothing `idle_rounds` times in a row: let
      * other processes have the core, for at most about max_wait_us. */
     void (*idle)(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us);
+
+    /* Optional (NULL = the caller naps instead). Sleeping until a peer's
+     * message arrives, in three parts, so that the progress thread can
+     * sleep with its lock let go while callers post and test:
+     * arm (after progress found nothing; under the caller's usual
+     * exclusion): prepares the wakeup and fills *w. 0: sleep may begin;
+     * > 0: something arrived meanwhile, progress again; < 0: no wakeup here.
+     * sleep: blocks until woken or about max_us; reads only *w and the
+     * kernel's objects, so other threads may use the transport meanwhile.
+     * disarm (after sleep, exclusion again): peers stop waking this rank;
+     * process-wide, as the communicator armed may be gone by then. */
+    int (*arm)(void *tl_comm, xc_wait_t *w);
+    void (*sleep)(const xc_wait_t *w, unsigned max_us);
+    void (*disarm)(void);
 } xc_transport_t;
 
 /* The UCX transport (lib/ucx/ucx_transport.c). */

@@ -10,9 +10,12 @@
  * when the ranks' counts do). Point-to-point messages stay in shared memory
  * at any length.
  *
- * Layout. Every rank owns one segment per communicator holding the rings
- * its node's ranks (itself included) send into, one ring per sender:
+ * Layout. Every rank owns one segment per communicator holding its bell
+ * and the rings its node's ranks (itself included) send into, one ring
+ * per sender:
  *
+ *   bell   bell     (peers add to it)   own 128-byte line
+ *          sleeping (owner writes)      own 128-byte line
  *   ring   tail   (receiver writes)     own 128-byte line
  *          slots  [XC_SHM_SLOTS]        64-byte header + payload, each
  *                                       starting a 128-byte line pair
@@ -33,6 +36,15 @@
  * messages keep their order, and receives match the oldest message with
  * their tag, as UCX's tag matching does.
  *
+ * Sleeping. A rank that has waited about 1 ms sleeps on the futex of its
+ * bell (of every live communicator's bell, with futex_waitv) after setting
+ * `sleeping`; whoever publishes a slot or frees one (a sender may wait for
+ * room) adds one to the peer's bell and wakes it, but only while that
+ * peer's flag is set, so a busy rank pays a fence and a read of a line
+ * that rarely changes, not a system call. The fence on each side (flag
+ * then last look at the rings; slot then flag) means at least one of the
+ * two sees the other; the sleep's timeout bounds anything else.
+ *
  * Nothing read from shared memory is trusted: a slot's kind, lengths and
  * seq are checked before use, and a peer's garbage fails this
  * rank's transfers with an error, never a write outside its buffers.
@@ -50,9 +62,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,6 +104,14 @@ typedef struct {
     _Atomic uint64_t tail;
     char pad_[XC_SHM_LINE - sizeof(uint64_t)];
 } xc_shm_ring_t; /* slots follow */
+
+/* At the start of every segment; futex words are 32 bits. */
+typedef struct {
+    uint32_t bell;
+    char pad0_[XC_SHM_LINE - sizeof(uint32_t)];
+    uint32_t sleeping;
+    char pad1_[XC_SHM_LINE - sizeof(uint32_t)];
+} xc_shm_bell_t;
 
 typedef enum { REQ_SEND, REQ_RECV, REQ_ACK } req_kind_t;
 
@@ -131,6 +154,7 @@ typedef struct {
     int rank;                     /* in the communicator */
     pid_t pid;
     xc_shm_ring_t *out, *in;      /* out: in the peer's segment; in: in mine */
+    xc_shm_bell_t *bell;          /* the peer's, in its segment */
     uint64_t out_head, out_tail;  /* out_tail: last tail seen */
     uint64_t in_tail;
     xc_shm_req_t *sendq, *sendq_last;   /* sends and acks to push, in order */
@@ -256,7 +280,25 @@ static xc_shm_slot_t *slot_at(const xc_shm_comm_t *c, xc_shm_ring_t *r, uint64_t
 
 static xc_shm_ring_t *ring_in(const xc_shm_comm_t *c, void *seg, int from)
 {
-    return (xc_shm_ring_t *)((char *)seg + (size_t)from * c->ring_bytes);
+    return (xc_shm_ring_t *)((char *)seg + sizeof(xc_shm_bell_t) + (size_t)from * c->ring_bytes);
+}
+
+static xc_shm_bell_t *bell_of(void *seg) { return seg; }
+
+static long futex(uint32_t *word, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, word, op, val, ts, NULL, 0);
+}
+
+/* Rings p's bell if p sleeps (see "Sleeping" above); called after
+ * publishing to p or freeing slots p fills. */
+static void wake(xc_shm_peer_t *p)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (__atomic_load_n(&p->bell->sleeping, __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(&p->bell->bell, 1, __ATOMIC_RELEASE);
+        (void)futex(&p->bell->bell, FUTEX_WAKE, INT_MAX, NULL);
+    }
 }
 
 static int is_shm_req(const void *req) { return ((uintptr_t)req & 1u) != 0; }
@@ -503,6 +545,8 @@ static int push(xc_shm_comm_t *c, xc_shm_peer_t *p)
             complete(r, XCOLL_OK);
         }
     }
+    if (events > 0)
+        wake(p);
     return events;
 }
 
@@ -649,7 +693,7 @@ static void on_ack(xc_shm_peer_t *p, uint64_t cookie, uint32_t status)
     /* the send was cancelled after a timeout: nothing waits for it */
 }
 
-static int drain(xc_shm_comm_t *c, xc_shm_peer_t *p)
+static int drain_slots(xc_shm_comm_t *c, xc_shm_peer_t *p)
 {
     int events = 0;
     for (;;) {
@@ -712,6 +756,14 @@ static int drain(xc_shm_comm_t *c, xc_shm_peer_t *p)
         atomic_store_explicit(&p->in->tail, p->in_tail, memory_order_release);
         events++;
     }
+}
+
+/* Consumes what p sent; p may wait for the slots this frees. */
+static int drain(xc_shm_comm_t *c, xc_shm_peer_t *p)
+{
+    int events = drain_slots(c, p);
+    if (events > 0)
+        wake(p);
     return events;
 }
 
@@ -909,7 +961,7 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
      * come over together */
     c->slot_bytes = (XC_SHM_HDR + c->payload + XC_SHM_LINE - 1) / XC_SHM_LINE * XC_SHM_LINE;
     c->ring_bytes = sizeof(xc_shm_ring_t) + XC_SHM_SLOTS * c->slot_bytes;
-    c->seg_bytes = (size_t)c->nlocal * c->ring_bytes;
+    c->seg_bytes = sizeof(xc_shm_bell_t) + (size_t)c->nlocal * c->ring_bytes;
 
     memset(&mine, 0, sizeof(mine));
     mine.seg_ok = create_segment(c, mine.name) == 0;
@@ -985,6 +1037,7 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
         /* my ring in its segment is at my local index; its ring in mine at its */
         p->out = ring_in(c, (int)r == c->rank ? c->seg : c->peer_seg[i], c->local_of[c->rank]);
         p->in = ring_in(c, c->seg, i);
+        p->bell = bell_of((int)r == c->rank ? c->seg : c->peer_seg[i]);
     }
     if (c->nlocal > sysconf(_SC_NPROCESSORS_ONLN))
         g_oversubscribed = 1;
@@ -1407,15 +1460,130 @@ static int shm_progress(void *tl_comm)
     return events;
 }
 
+/* UCX carries something this wait depends on: then its event fd is what
+ * to sleep on, and shared memory, which never signals it, keeps the
+ * sleeps short. */
+static int ucx_matters(const xc_shm_comm_t *c)
+{
+    return c->nlocal == 0 || c->nremote > 0 || g_ucx_pending > 0;
+}
+
+static void shm_disarm(void)
+{
+    for (xc_shm_comm_t *x = g_live; x != NULL; x = x->next_live) {
+        xc_shm_bell_t *b = bell_of(x->seg);
+        if (__atomic_load_n(&b->sleeping, __ATOMIC_RELAXED))
+            __atomic_store_n(&b->sleeping, 0, __ATOMIC_RELAXED);
+    }
+}
+
+/* Raises the flag of every live communicator, then looks at the rings a
+ * last time: a message published before a sender could see the flag is
+ * found here, one published after it rings the bell. */
+static int shm_arm(void *tl_comm, xc_wait_t *w)
+{
+    xc_shm_comm_t *c = tl_comm;
+    int events = 0;
+    if (c->nlocal == 0 && g_live == NULL)
+        return xc_ucx_transport.arm(c->ucx, w);
+    if (ucx_matters(c)) {
+        int a = xc_ucx_transport.arm(c->ucx, w);
+        if (a == 0 && w->max_us > 50)
+            w->max_us = 50;
+        return a;
+    }
+    w->fd = -1;
+    w->nwords = 0;
+    w->max_us = 2000;
+    for (xc_shm_comm_t *x = g_live; x != NULL; x = x->next_live) {
+        xc_shm_bell_t *b = bell_of(x->seg);
+        if (w->nwords == XC_WAIT_WORDS) {
+            shm_disarm();
+            return -1;
+        }
+        w->word[w->nwords] = &b->bell;
+        w->val[w->nwords++] = __atomic_load_n(&b->bell, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&b->sleeping, 1, __ATOMIC_RELAXED);
+    }
+    atomic_thread_fence(memory_order_seq_cst);
+    for (xc_shm_comm_t *x = g_live; x != NULL; x = x->next_live)
+        events += progress_comm(x);
+    if (events > 0) {
+        shm_disarm();
+        return 1;
+    }
+    return 0;
+}
+
+#ifndef FUTEX_32
+#define FUTEX_32 2
+#endif
+
+/* A futex wait that failed this way still did its job: woken meanwhile,
+ * timed out, or interrupted. */
+static int slept(int err)
+{
+    return err == EAGAIN || err == ETIMEDOUT || err == EINTR;
+}
+
+/* One sleep on every live communicator's bell (futex_waitv, Linux 5.16);
+ * 0 where the kernel or a sandbox refuses it. */
+static int wait_many(const xc_wait_t *w, const struct timespec *ts)
+{
+#ifdef SYS_futex_waitv
+    struct futex_waitv v[XC_WAIT_WORDS];
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ts->tv_sec;
+    until.tv_nsec += ts->tv_nsec;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    memset(v, 0, sizeof(v));
+    for (unsigned i = 0; i < w->nwords; i++) {
+        v[i].val = w->val[i];
+        v[i].uaddr = (uint64_t)(uintptr_t)w->word[i];
+        v[i].flags = FUTEX_32;
+    }
+    return syscall(SYS_futex_waitv, v, w->nwords, 0, &until, CLOCK_MONOTONIC) >= 0 ||
+           slept(errno);
+#else
+    (void)w;
+    (void)ts;
+    return 0;
+#endif
+}
+
+static void shm_sleep(const xc_wait_t *w, unsigned max_us)
+{
+    unsigned us = max_us < w->max_us ? max_us : w->max_us;
+    struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+    if (w->fd >= 0) {
+        xc_ucx_transport.sleep(w, max_us);
+        return;
+    }
+    if (w->nwords == 1 ? futex(w->word[0], FUTEX_WAIT, w->val[0], &ts) == 0 || slept(errno)
+                       : wait_many(w, &ts))
+        return;
+    /* refused (an old kernel, a sandbox): nap as briefly as a poll of
+     * every ring costs */
+    ts.tv_sec = 0;
+    ts.tv_nsec = 20000;
+    nanosleep(&ts, NULL);
+}
+
 static void shm_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
 {
     xc_shm_comm_t *c = tl_comm;
     uint64_t now, idle_us;
+    xc_wait_t w;
+    int armed;
     if (c->nlocal == 0 && g_live == NULL) {
         xc_ucx_transport.idle(c->ucx, idle_rounds, max_wait_us);
         return;
     }
-    if (c->nlocal == 0 || c->nremote > 0 || g_ucx_pending > 0) {
+    if (ucx_matters(c)) {
         /* UCX may sleep on its event fd, which shared memory never
          * signals: keep its sleeps short */
         xc_ucx_transport.idle(c->ucx, idle_rounds, max_wait_us < 50 ? max_wait_us : 50);
@@ -1434,16 +1602,20 @@ static void shm_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
     g_last_idle_round = idle_rounds;
     idle_us = (now - g_idle_since_ns) / 1000;
     /* as the UCX transport: spin ~20 us with a core per rank, yield at once
-     * without; after 1 ms sleep in short naps */
+     * without; after 1 ms sleep until a peer rings */
     if (!g_oversubscribed && idle_us < 20)
         return;
     if (idle_us < 1000 || max_wait_us == 0) {
         sched_yield();
         return;
     }
-    {
-        struct timespec ts = { 0, 20000 };
-        nanosleep(&ts, NULL);
+    armed = shm_arm(c, &w);
+    if (armed < 0) {
+        struct timespec nap = { 0, 20000 }; /* past what one sleep can watch */
+        nanosleep(&nap, NULL);
+    } else if (armed == 0) {
+        shm_sleep(&w, max_wait_us);
+        shm_disarm();
     }
 }
 
@@ -1474,4 +1646,7 @@ const xc_transport_t xc_shm_transport = {
     .flush = shm_flush,
     .device_memory = shm_device_memory,
     .idle = shm_idle,
+    .arm = shm_arm,
+    .sleep = shm_sleep,
+    .disarm = shm_disarm,
 };

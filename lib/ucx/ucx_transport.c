@@ -734,14 +734,45 @@ static int ucx_progress(void *tl_comm)
     return (int)ucp_worker_progress(g_ucx.worker);
 }
 
+/* Arm only after a progress call found nothing (the engine's contract
+ * for idle); BUSY means events arrived meanwhile: go progress them. */
+static int ucx_arm(void *tl_comm, xc_wait_t *w)
+{
+    ucs_status_t s;
+    (void)tl_comm;
+    if (g_ucx.efd < 0)
+        return -1;
+    s = ucp_worker_arm(g_ucx.worker);
+    if (s == UCS_ERR_BUSY)
+        return 1;
+    if (s != UCS_OK)
+        return -1;
+    w->fd = g_ucx.efd;
+    w->nwords = 0;
+    w->max_us = g_backoff.sleep_us;
+    return 0;
+}
+
+/* The timeout only bounds what a lost wakeup could cost (e.g. traffic to
+ * self, which signals nothing, or events another thread took meanwhile). */
+static void ucx_sleep(const xc_wait_t *w, unsigned max_us)
+{
+    unsigned us = max_us < w->max_us ? max_us : w->max_us;
+    struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+    struct pollfd pfd = { w->fd, POLLIN, 0 };
+    (void)ppoll(&pfd, 1, &ts, NULL);
+}
+
+static void ucx_disarm(void)
+{
+    /* the event fd needs nothing undone */
+}
+
 static void ucx_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
 {
     uint64_t now = now_ns(), idle_us;
-    unsigned wait_us;
-    struct timespec ts;
-    struct pollfd pfd;
-    ucs_status_t s;
-    (void)tl_comm;
+    xc_wait_t w;
+    int armed;
 
     /* a new streak of idle rounds starts the clock again */
     if (idle_rounds <= g_ucx.last_idle_round || g_ucx.idle_since_ns == 0)
@@ -751,28 +782,13 @@ static void ucx_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
 
     if (idle_us < g_backoff.spin_us)
         return;
-    if (idle_us < g_backoff.yield_us || g_ucx.efd < 0 || max_wait_us == 0) {
+    if (idle_us < g_backoff.yield_us || max_wait_us == 0 ||
+        (armed = ucx_arm(tl_comm, &w)) < 0) {
         sched_yield();
         return;
     }
-    /* Arm only after a progress call found nothing (the engine's contract
-     * for idle); BUSY means events arrived meanwhile: go progress them. */
-    s = ucp_worker_arm(g_ucx.worker);
-    if (s == UCS_ERR_BUSY)
-        return;
-    if (s != UCS_OK) {
-        sched_yield();
-        return;
-    }
-    /* The timeout only bounds what a lost wakeup could cost (e.g. traffic
-     * to self, which signals nothing). */
-    wait_us = max_wait_us < g_backoff.sleep_us ? max_wait_us : g_backoff.sleep_us;
-    ts.tv_sec = wait_us / 1000000;
-    ts.tv_nsec = (long)(wait_us % 1000000) * 1000;
-    pfd.fd = g_ucx.efd;
-    pfd.events = POLLIN;
-    pfd.revents = 0;
-    (void)ppoll(&pfd, 1, &ts, NULL);
+    if (armed == 0)
+        ucx_sleep(&w, max_wait_us);
 }
 
 static xcoll_status_t ucx_flush(void *tl_comm)
@@ -826,4 +842,7 @@ const xc_transport_t xc_ucx_transport = {
     .cancel = ucx_cancel,
     .progress = ucx_progress,
     .idle = ucx_idle,
+    .arm = ucx_arm,
+    .sleep = ucx_sleep,
+    .disarm = ucx_disarm,
 };

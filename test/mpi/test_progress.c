@@ -5,7 +5,10 @@
  *  - calls from several threads at once are safe: threads of one process,
  *    each on a communicator of its own, run collectives concurrently, and
  *    every result is right;
- *  - blocking calls and xcoll_wait work on top of it.
+ *  - blocking calls and xcoll_wait work on top of it;
+ *  - and, with or without the thread, a rank that waits long for a late
+ *    peer sleeps until the peer's message wakes it: it does not keep a
+ *    core busy meanwhile (CPU time well under the wall time).
  *
  * Usage: test_progress [--quick] */
 #include <pthread.h>
@@ -232,6 +235,46 @@ static void test_notify(xcoll_comm_t comm)
         tc_pass();
 }
 
+/* 4. The last rank enters an allreduce 300 ms late; the others wait in
+ * it (xcoll_wait when nonblocking). Their process's CPU time during the
+ * call, the thread's included, must stay well under its wall time: about
+ * 1 ms of spinning and yielding, then sleeping until woken. (Napping
+ * 20 us at a time, as waits did before they slept, costs ~0.3 here.) */
+static void test_idle_cpu(xcoll_comm_t comm, int nonblocking)
+{
+    int64_t in = tc.rank, out = -1;
+    struct timespec c0, c1;
+    double t0, wall, cpu;
+    xcoll_status_t st;
+    if (tc.size < 2)
+        return;
+    TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (tc.rank == tc.size - 1) {
+        struct timespec late = { 0, 300 * 1000 * 1000 };
+        nanosleep(&late, NULL);
+    }
+    t0 = now_s();
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    if (nonblocking) {
+        xcoll_request_t r = NULL;
+        st = xcoll_iallreduce(&in, &out, 1, XCOLL_INT64, XCOLL_MAX, comm, NULL, &r);
+        if (st == XCOLL_OK)
+            st = xcoll_wait(&r);
+    } else {
+        st = xcoll_allreduce(&in, &out, 1, XCOLL_INT64, XCOLL_MAX, comm, NULL);
+    }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    wall = now_s() - t0;
+    cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    if (st != XCOLL_OK || out != tc.size - 1)
+        tc_fail("late-peer allreduce: status %d, result %lld", (int)st, (long long)out);
+    else if (tc.rank != tc.size - 1 && wall > 0.2 && cpu > 0.15 * wall)
+        tc_fail("waiting %.0f ms for a late peer (%s) cost %.0f ms of CPU: it should sleep",
+                wall * 1e3, nonblocking ? "progress thread" : "caller", cpu * 1e3);
+    else
+        tc_pass();
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && !strcmp(argv[1], "--quick"), provided = 0;
@@ -246,7 +289,12 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
-    xcoll_comm_t comm = comm_with_thread(MPI_COMM_WORLD);
+    /* before any communicator starts the thread: the caller waits */
+    xcoll_comm_t comm = tc_comm_create(MPI_COMM_WORLD, 60);
+    test_idle_cpu(comm, 0);
+    TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
+    comm = comm_with_thread(MPI_COMM_WORLD);
+    test_idle_cpu(comm, 1);
     test_overlap(comm, 1000);
     test_overlap(comm, (size_t)1 << (quick ? 18 : 20)); /* CMA-sized messages */
     test_notify(comm);

@@ -266,6 +266,127 @@ static void check_order(void *tc, int rank, int size)
     }
 }
 
+/* Rank 0 arms (through tc) and sleeps with a limit of 5 s; the sleep must
+ * end well before that, because of what rank 1 does 100 ms later
+ * (`late`): a lost wakeup shows as the whole 5 s. Other ranks only
+ * pass the barrier; the caller finishes rank 0's side, then has every
+ * rank meet again. Returns how long rank 0 slept (0 elsewhere). */
+static double sleep_until_woken(void *tc, void (*late)(void *), void *arg)
+{
+    double slept = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank == 0) {
+        for (int tries = 0; tries < 100 && slept == 0; tries++) {
+            xc_wait_t w;
+            int a;
+            tl->progress(tc);
+            a = tl->arm(tc, &w);
+            if (a < 0)
+                break;
+            if (a == 0) {
+                double t0 = now_s();
+                w.max_us = 5000000;
+                tl->sleep(&w, 5000000);
+                slept = now_s() - t0;
+                tl->disarm();
+            }
+        }
+        CHECK(slept > 0, "rank 0 never slept");
+        CHECK(slept < 2.5, "rank 0 slept %.3f s: the peer's wakeup was lost", slept);
+    } else if (world_rank == 1) {
+        struct timespec ts = { 0, 100 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        late(arg);
+    }
+    return slept;
+}
+
+typedef struct {
+    void *tc;
+    void *req[16];
+    char buf[16][8192];
+    int n;
+} sleep_case_t;
+
+static void send_late(void *arg)
+{
+    sleep_case_t *k = arg;
+    CHECK(tl->isend(k->tc, 0, tag_of(1, 900, 0), k->buf[0], 8, &k->req[0]) == XCOLL_OK,
+          "late isend");
+    CHECK(wait_all(k->tc, k->req, 1) == XCOLL_OK, "late send");
+}
+
+static void recv_late(void *arg)
+{
+    sleep_case_t *k = arg;
+    for (int i = 0; i < k->n; i++)
+        CHECK(tl->irecv(k->tc, 0, tag_of(0, 901, (uint32_t)i), k->buf[i], sizeof(k->buf[i]),
+                        &k->req[i]) == XCOLL_OK, "late irecv %d", i);
+    CHECK(wait_all(k->tc, k->req, k->n) == XCOLL_OK, "late receives");
+}
+
+/* Sleeping on the transport's wakeup (transport.h: arm, sleep, disarm):
+ * a receiver is woken by the message, on the communicator it armed or
+ * another one; a sender whose ring is full by the receiver making room;
+ * and a message already there when arming means no sleep at all. */
+static void check_sleep(void *a, void *b)
+{
+    static sleep_case_t k;
+    int shm = tl == &xc_shm_transport;
+    if (tl->arm == NULL || world_size < 2)
+        return;
+    /* a receive woken by its message, on a and then on b with a armed */
+    for (int on_b = 0; on_b < (shm ? 2 : 1); on_b++) {
+        memset(&k, 0, sizeof(k));
+        k.tc = on_b ? b : a;
+        memset(k.buf[0], 0x5a, 8);
+        if (world_rank == 0)
+            CHECK(tl->irecv(k.tc, 1, tag_of(1, 900, 0), k.buf[1], 8, &k.req[0]) == XCOLL_OK,
+                  "irecv");
+        sleep_until_woken(a, send_late, &k);
+        if (world_rank == 0) {
+            CHECK(wait_all(k.tc, k.req, 1) == XCOLL_OK, "the receive that woke rank 0");
+            CHECK(memcmp(k.buf[1], "\x5a\x5a\x5a\x5a\x5a\x5a\x5a\x5a", 8) == 0,
+                  "woken receive: wrong data");
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (!shm)
+        return;
+    /* a sender with more slots to fill than the ring has (16 x 8 KiB
+     * against 8 slots) waits for the receiver, which starts late */
+    memset(&k, 0, sizeof(k));
+    k.tc = a;
+    k.n = 16;
+    if (world_rank == 0)
+        for (int i = 0; i < k.n; i++)
+            CHECK(tl->isend(a, 1, tag_of(0, 901, (uint32_t)i), k.buf[i], 8192, &k.req[i]) ==
+                  XCOLL_OK, "isend %d", i);
+    sleep_until_woken(a, recv_late, &k);
+    if (world_rank == 0)
+        CHECK(wait_all(a, k.req, k.n) == XCOLL_OK, "the sends that woke rank 0");
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* already there: arming looks a last time and declines to sleep */
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank == 1) {
+        memset(&k, 0, sizeof(k));
+        k.tc = a;
+        send_late(&k);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank == 0) {
+        xc_wait_t w;
+        void *r = NULL;
+        int armed = tl->arm(a, &w);
+        CHECK(armed > 0, "arming with a message waiting gave %d, not 'progress first'", armed);
+        if (armed == 0)
+            tl->disarm();
+        CHECK(tl->irecv(a, 1, tag_of(1, 900, 0), k.buf[1], 8, &r) == XCOLL_OK, "irecv");
+        CHECK(wait_all(a, &r, 1) == XCOLL_OK, "the waiting message");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void check_comms(void)
 {
     MPI_Comm world = MPI_COMM_WORLD, half;
@@ -297,6 +418,7 @@ static void check_comms(void)
         check_ring(a, world_rank, world_size, len, 3, 100);
     check_ring(a, world_rank, world_size, 8257, 3, 200); /* just past the eager limit */
     check_order(a, world_rank, world_size);
+    check_sleep(a, b);
     /* the same process pairs over another communicator id in the tag */
     tl->comm_fini(a); /* b must keep working after a's endpoint refs are gone */
     check_ring(b, world_rank, world_size, 1000, 5, 300);
