@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "coll.h"
+#include "tune.h"
 #include "../core/comm.h"
 #include "../core/dtype.h"
 #include "../core/log.h"
@@ -131,6 +132,7 @@ typedef struct {
     const size_t *scounts, *sdispls, *rcounts, *rdispls;
     const size_t *vec;
     size_t nvec;
+    int by_shape;            /* vec is an alltoallv's shape (see post_vcall) */
 } call_t;
 
 /* FNV-1a over the words of a v-variant's counts and displacements. */
@@ -141,6 +143,35 @@ static uint64_t vec_hash(const size_t *vec, size_t n)
     for (i = 0; i < n; i++)
         h = (h ^ (uint64_t)vec[i]) * 0x100000001b3ULL;
     return n > 0 ? h : 0;
+}
+
+/* post_locked's answer when the schedule of a call's shape is running
+ * with other counts (or cannot be rebound): post by the exact counts
+ * instead. Never returned to a caller. */
+#define XC_NEEDS_EXACT XCOLL_INPROGRESS
+
+/* A call cached by shape: a schedule just built is checked to be
+ * rebindable, one found is bound to this call's counts, unless a request
+ * still runs it with others. */
+static xcoll_status_t bind_shape(xc_cached_sched_t *cs, build_ctx_t *b)
+{
+    xcoll_status_t rc;
+    if (b->built) {
+        cs->rebindable = xc_alltoallv_rebind(&cs->sched, &b->a, 1);
+        return XCOLL_OK;
+    }
+    /* the cache's reference and ours: no request runs it */
+    if (!cs->rebindable || cs->refs != 2) {
+        xc_sched_release(cs);
+        return XC_NEEDS_EXACT;
+    }
+    /* checked at every build, so at every binding too */
+    if ((rc = check_no_overlap(&b->a)) != XCOLL_OK) {
+        xc_sched_release(cs);
+        return rc;
+    }
+    xc_alltoallv_rebind(&cs->sched, &b->a, 0);
+    return XCOLL_OK;
 }
 
 /* Schedules are cached per (collective, shape): rank and size are fixed
@@ -182,8 +213,17 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
     key[1] = c->count;
     key[2] = (uint64_t)(uint32_t)c->root;
     key[3] = vec_hash(c->vec, c->nvec);
+    if (c->by_shape) {
+        /* one schedule for every count its selection rule covers */
+        key[0] |= (uint64_t)1 << 25;
+        key[1] = (uint64_t)(uintptr_t)xc_tune_match(
+            comm->tune != NULL ? comm->tune : xc_tune_builtin(), c->coll, comm->size,
+            xc_tune_message_bytes(&b.a));
+    }
     rc = xc_comm_get_sched(comm, key, c->vec, c->nvec, build_collective, &b, &cs);
-    if (rc == XCOLL_ERR_INVALID_ARG)
+    if (rc == XCOLL_OK && c->by_shape)
+        rc = bind_shape(cs, &b);
+    if (rc == XCOLL_ERR_INVALID_ARG || rc == XC_NEEDS_EXACT)
         return rc; /* counts this rank alone got wrong: nothing was posted */
     if (rc != XCOLL_OK) {
         comm->failed = 1; /* the other ranks may have gone ahead */
@@ -678,20 +718,51 @@ static xcoll_status_t own_count_matches(const char *what, const char *scalar, si
 
 /* What every v-variant call shares: its vectors copied for the cache
  * (v[0..nv)), the rest of c filled in, the post. */
+/* An out-of-place alltoallv's shape: per block, whether each side is a
+ * message longer than XC_ACK_ABOVE_BYTES (which gets an ack). Its
+ * schedule serves every call of the shape (pairwise.c; empty blocks are
+ * skipped as it runs), so a new exchange matrix per call (MoE routing)
+ * costs O(P), not a build. */
+static xcoll_status_t shape_take(call_t *c, size_t *small, int size, size_t dsize)
+{
+    size_t *w = small, n = (size_t)size;
+    int j;
+    if (n > VEC_SMALL && (w = malloc(n * sizeof(size_t))) == NULL) {
+        xc_error("out of memory for the shape of %zu blocks", n);
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    for (j = 0; j < size; j++) {
+        size_t sb = c->scounts[j] * dsize, rb = c->rcounts[j] * dsize;
+        w[j] = (size_t)(sb > XC_ACK_ABOVE_BYTES) | (size_t)(rb > XC_ACK_ABOVE_BYTES) << 1;
+    }
+    c->vec = w;
+    c->nvec = n;
+    c->by_shape = 1;
+    return XCOLL_OK;
+}
+
 static xcoll_status_t post_vcall(xcoll_comm_t comm, call_t *c, const xcoll_args_t *g,
                                  xc_coll_t coll, const char *what, size_t count,
                                  const size_t *const *v, int nv, xcoll_request_t *req)
 {
     size_t small[VEC_SMALL];
     xcoll_status_t rc;
-    if (nv > 0 && (rc = vec_take(c, small, comm->size, v, nv)) != XCOLL_OK)
-        return rc;
     c->what = what;
     c->coll = coll;
     c->count = count;
     c->op = XCOLL_SUM;
     c->dtype = g->dtype;
     c->stream = g->stream;
+    if (coll == XC_COLL_ALLTOALLV && c->scounts != NULL) {
+        if ((rc = shape_take(c, small, comm->size, xcoll_dtype_size(g->dtype))) != XCOLL_OK)
+            return rc;
+        rc = vec_done(c, small, post(comm, c, req));
+        if (rc != XC_NEEDS_EXACT)
+            return rc;
+        c->by_shape = 0;
+    }
+    if (nv > 0 && (rc = vec_take(c, small, comm->size, v, nv)) != XCOLL_OK)
+        return rc;
     rc = post(comm, c, req);
     return nv > 0 ? vec_done(c, small, rc) : rc;
 }

@@ -125,13 +125,20 @@ xcoll_status_t linear_scatter_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t pairwise_alltoall_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 /* The v-variants, each in its family's file (ring.c, recdbl.c, direct.c,
  * pairwise.c, linear.c). Every alltoallv algorithm sends one message to
- * each peer with a non-empty block and receives one from each, so ranks
- * whose local sizes led them to different algorithms still match. */
+ * each peer with a non-empty block and receives one from each (out of
+ * place: a step per block, skipped where empty), so ranks whose local
+ * sizes led them to different algorithms still match. */
 xcoll_status_t ring_allgatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t recdbl_allgatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t direct_allgatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t pairwise_alltoallv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t scattered_alltoallv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+/* An out-of-place alltoallv schedule of these algorithms, built for other
+ * counts of the same shape (which blocks exceed XC_ACK_ABOVE_BYTES),
+ * bound to a's counts and displacements; check_only:
+ * only whether its steps already are a's. 0: some step is not one block's
+ * (in place, or another builder), and the schedule serves only its own counts. */
+int xc_alltoallv_rebind(xc_sched_t *s, const xc_coll_args_t *a, int check_only);
 xcoll_status_t linear_gatherv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t linear_scatterv_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 

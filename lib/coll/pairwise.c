@@ -113,9 +113,31 @@ static xc_ref_t vsrc_at(const vsrc_t *v, int j)
 static void v_own_block(xc_sched_t *s, const xc_coll_args_t *a)
 {
     const int r = a->rank;
-    if (!a->in_place && a->rcounts[r] > 0)
-        xc_copy(s, XC_AT_SEND(a->sdispls[r] * s->dsize), XC_AT_RECV(a->rdispls[r] * s->dsize),
-                a->rcounts[r] * s->dsize, XC_NODEPS);
+    if (!a->in_place)
+        xc_skip_if_empty(s, xc_copy(s, XC_AT_SEND(a->sdispls[r] * s->dsize),
+                                    XC_AT_RECV(a->rdispls[r] * s->dsize),
+                                    a->rcounts[r] * s->dsize, XC_NODEPS));
+}
+
+/* Out of place every block has its steps, empty or not, marked to be no
+ * message where empty (XC_STEP_F_SKIP_EMPTY): the schedule then depends
+ * on no count but the ack limit's side of each block, and serves every
+ * exchange matrix of that shape (xc_alltoallv_rebind). In place the
+ * staging copies depend on the counts anyway: empty blocks get no step. */
+static int v_send(xc_sched_t *s, const vsrc_t *v, int to, const int *deps, int ndeps)
+{
+    if (!v->a->in_place)
+        return xc_skip_if_empty(s, xc_send(s, to, vsrc_at(v, to), vsrc_bytes(v, to), deps, ndeps));
+    return vsrc_bytes(v, to) == 0 ? -1 : xc_send(s, to, vsrc_at(v, to), vsrc_bytes(v, to), deps, ndeps);
+}
+
+static int v_recv(xc_sched_t *s, const xc_coll_args_t *a, int from, const int *deps, int ndeps)
+{
+    const size_t bytes = a->rcounts[from] * s->dsize;
+    xc_ref_t at = XC_AT_RECV(a->rdispls[from] * s->dsize);
+    if (!a->in_place)
+        return xc_skip_if_empty(s, xc_recv(s, from, at, bytes, deps, ndeps));
+    return bytes == 0 ? -1 : xc_recv(s, from, at, bytes, deps, ndeps);
 }
 
 /* Pairwise alltoallv: the steps of the alltoall above, each block its own
@@ -140,14 +162,8 @@ xcoll_status_t pairwise_alltoallv_schedule(xc_sched_t *s, const xc_coll_args_t *
         const int to = (r + k) % P, from = (r - k + P) % P;
         const int w = k - PAIRWISE_WINDOW;
         const int wsend = w >= 1 ? ids[2 * w] : -1, wrecv = w >= 1 ? ids[2 * w + 1] : -1;
-        ids[2 * k] = vsrc_bytes(&v, to) == 0
-                         ? -1
-                         : xc_send(s, to, vsrc_at(&v, to), vsrc_bytes(&v, to),
-                                   XC_DEPS(v.staged, wsend, wrecv));
-        ids[2 * k + 1] = a->rcounts[from] == 0
-                             ? -1
-                             : xc_recv(s, from, XC_AT_RECV(a->rdispls[from] * s->dsize),
-                                       a->rcounts[from] * s->dsize, XC_DEPS(v.staged, wsend, wrecv));
+        ids[2 * k] = v_send(s, &v, to, XC_DEPS(v.staged, wsend, wrecv));
+        ids[2 * k + 1] = v_recv(s, a, from, XC_DEPS(v.staged, wsend, wrecv));
     }
     free(ids);
     free(v.staged_at);
@@ -171,21 +187,65 @@ xcoll_status_t scattered_alltoallv_schedule(xc_sched_t *s, const xc_coll_args_t 
     v_own_block(s, a);
     if (P == 1 || vsrc_init(&v, s, a) != XCOLL_OK)
         return s->err;
-    for (k = 1; k < P; k++) {
-        const int from = (r - k + P) % P;
-        if (a->rcounts[from] > 0)
-            xc_recv(s, from, XC_AT_RECV(a->rdispls[from] * s->dsize),
-                    a->rcounts[from] * s->dsize, XC_DEPS(v.staged));
-    }
+    for (k = 1; k < P; k++)
+        v_recv(s, a, (r - k + P) % P, XC_DEPS(v.staged));
     for (k = 1; k < P; k++) {
         const int to = (r + k) % P;
-        if (vsrc_bytes(&v, to) == 0)
-            continue;
-        win[n % SCATTERED_WINDOW] =
-            xc_send(s, to, vsrc_at(&v, to), vsrc_bytes(&v, to),
-                    XC_DEPS(v.staged, n >= SCATTERED_WINDOW ? win[n % SCATTERED_WINDOW] : -1));
-        n++;
+        const int id = v_send(s, &v, to, XC_DEPS(v.staged, n >= SCATTERED_WINDOW
+                                                               ? win[n % SCATTERED_WINDOW]
+                                                               : -1));
+        if (id >= 0)
+            win[n++ % SCATTERED_WINDOW] = id;
     }
     free(v.staged_at);
     return s->err;
+}
+
+/* Both alltoallv algorithms above move, out of place, each block as one
+ * step that its peer names, empty or not: a send of SEND block `to`, a
+ * receive into RECV block `from`, the copy of the own block; acks
+ * (xc_sched_add_acks) are zero-byte messages on no buffer. Which steps
+ * exist, their order and dependencies follow only from which blocks
+ * exceed the ack limit (the shape), so a schedule built for some counts
+ * serves other counts of its shape once its steps say the new offsets and
+ * lengths. */
+int xc_alltoallv_rebind(xc_sched_t *s, const xc_coll_args_t *a, int check_only)
+{
+    const size_t ds = s->dsize;
+    const int r = a->rank;
+    uint32_t i;
+    if (a->in_place || a->scounts == NULL)
+        return 0;
+    for (i = 0; i < s->nsteps; i++) {
+        xc_step_t *st = &s->steps[i];
+        size_t aoff = st->a.off, doff = st->dst.off, bytes;
+        if ((st->kind == XC_STEP_SEND && st->a.buf == XC_BUF_NONE) ||
+            (st->kind == XC_STEP_RECV && st->dst.buf == XC_BUF_NONE))
+            continue; /* an ack */
+        if (!(st->flags & XC_STEP_F_SKIP_EMPTY))
+            return 0;
+        if (st->kind == XC_STEP_SEND && st->a.buf == XC_BUF_SEND) {
+            aoff = a->sdispls[st->peer] * ds;
+            bytes = a->scounts[st->peer] * ds;
+        } else if (st->kind == XC_STEP_RECV && st->dst.buf == XC_BUF_RECV) {
+            doff = a->rdispls[st->peer] * ds;
+            bytes = a->rcounts[st->peer] * ds;
+        } else if (st->kind == XC_STEP_COPY && st->a.buf == XC_BUF_SEND &&
+                   st->dst.buf == XC_BUF_RECV) {
+            aoff = a->sdispls[r] * ds;
+            doff = a->rdispls[r] * ds;
+            bytes = a->rcounts[r] * ds;
+        } else {
+            return 0;
+        }
+        if (check_only) {
+            if (aoff != st->a.off || doff != st->dst.off || bytes != st->bytes)
+                return 0;
+        } else {
+            st->a.off = aoff;
+            st->dst.off = doff;
+            st->bytes = bytes;
+        }
+    }
+    return 1;
 }

@@ -14,6 +14,8 @@ typedef struct xc_cached_sched {
     int refs;
     uint64_t last_use;
     int declined;           /* the table hands these calls to the caller: no sched */
+    int rebindable;         /* cached by shape (alltoallv): its steps may be
+                             * bound to other counts of the shape */
     char why[192];          /* the selection rule that chose sched.algo, for logs */
     /* A finished request of this schedule kept for the next call of the
      * same shape (request.c); it holds no reference. */

@@ -229,6 +229,10 @@ static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
     xcoll_status_t rc;
     void *req = NULL, *buf;
 
+    if ((st->flags & XC_STEP_F_SKIP_EMPTY) && st->bytes == 0) {
+        finish_step(x, i); /* an empty block: its peer skips it too */
+        return XCOLL_OK;
+    }
     if (x->gpu != NULL)
         return gpu_start_step(x, i);
     if (st->kind > XC_STEP_RECV_REDUCE) {

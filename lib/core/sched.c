@@ -253,6 +253,13 @@ out:
     return s->err;
 }
 
+int xc_skip_if_empty(xc_sched_t *s, int id)
+{
+    if (id >= 0 && (uint32_t)id < s->nsteps)
+        s->steps[id].flags |= XC_STEP_F_SKIP_EMPTY;
+    return id;
+}
+
 int xc_join(xc_sched_t *s, int first)
 {
     int n = (int)s->nsteps - (first < 0 ? 0 : first), i, id;

@@ -41,6 +41,7 @@ typedef enum {
 typedef struct {
     uint8_t kind;       /* xc_step_kind_t */
     uint8_t msg_left;   /* RECV_REDUCE: the message is the left operand */
+    uint8_t flags;      /* XC_STEP_F_* */
     int32_t peer;       /* send/recv only */
     uint32_t slot;      /* message ordinal with peer in this direction */
     size_t bytes;
@@ -73,6 +74,11 @@ typedef struct xc_sched {
     uint8_t buf_map[XC_BUF_COUNT];
     xcoll_status_t err;   /* first error while building */
 } xc_sched_t;
+
+/* A v-variant's block: where it is empty in a call (bytes 0), the step
+ * completes at once, no message; its peer's matching step is empty too.
+ * So one schedule serves calls whose empty blocks differ. */
+#define XC_STEP_F_SKIP_EMPTY 1u
 
 /* Step ids are ints; a negative id in a dependency list means "none", so
  * builders can pass "the previous step, if any" without branching. */
@@ -119,6 +125,9 @@ int xc_divide_local(xc_sched_t *s, xc_ref_t dst, size_t bytes, const int *deps, 
  * [first, nsteps) has; returns its id. Typical composition:
  *     phase1(s, ...); s->after = xc_join(s, 0); phase2(s, ...); s->after = -1; */
 int xc_join(xc_sched_t *s, int first);
+
+/* Marks step id XC_STEP_F_SKIP_EMPTY; returns id. */
+int xc_skip_if_empty(xc_sched_t *s, int id);
 
 /* Messages larger than this use UCX's rendezvous protocols. */
 #define XC_ACK_ABOVE_BYTES 8192

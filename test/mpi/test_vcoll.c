@@ -3,7 +3,8 @@
  * per step (MoE routing), zero for some ranks or all, blocks laid out in
  * any order with gaps the call must leave alone, in place, every root,
  * blocking and many nonblocking calls completed in reverse order, the same
- * counts again (cached schedules) and new ones; and the calls that must
+ * counts again (cached schedules) and new ones, exchange matrices of one
+ * shape with new counts every call; and the calls that must
  * fail on every rank alike: NULL arrays, overlapping receive blocks, a
  * send count that is not the block the others expect, layouts.
  *
@@ -262,6 +263,104 @@ static void many_in_flight(xcoll_comm_t comm)
         tc_pass();
 }
 
+/* What rank i sends rank j in call t of same_shape: the zero pattern and
+ * which blocks exceed 8 KiB are the same in every call, the counts not.
+ * full: no empty block at all. */
+static size_t shape_count(int i, int j, int t, int full)
+{
+    const int P = tc.size;
+    uint32_t h = (uint32_t)(i * 7919 + j * 104729 + t * 1299709) * 2654435761u;
+    if (!full && (i + j) % 3 == 0)
+        return 0;
+    return (i + 1) % P == j && i != j ? 2049 + h % 3000 : 1 + h % 2048;
+}
+
+typedef struct {
+    size_t sc[64], sd[64], rc[64], rd[64];
+    int32_t *sbuf, *xr, *mr;
+    size_t rn;
+    xcoll_request_t req;
+} shape_call_t;
+
+/* Posts call t of same_shape (how: the layouts' order); rd_zero: every
+ * receive block at displacement 0 (they overlap). */
+static xcoll_status_t shape_post(xcoll_comm_t comm, shape_call_t *c, int t, int full,
+                                 int rd_zero)
+{
+    const int P = tc.size, me = tc.rank;
+    size_t sn, i;
+    int j;
+    for (j = 0; j < P; j++) {
+        c->sc[j] = shape_count(me, j, t, full);
+        c->rc[j] = shape_count(j, me, t, full);
+    }
+    sn = layout(c->sc, P, t % 3, c->sd);
+    c->rn = layout(c->rc, P, (t + 1) % 3, c->rd);
+    if (rd_zero)
+        for (j = 0; j < P; j++)
+            c->rd[j] = 0;
+    c->sbuf = malloc(sn * sizeof(int32_t));
+    c->xr = malloc(c->rn * sizeof(int32_t));
+    c->mr = malloc(c->rn * sizeof(int32_t));
+    for (i = 0; i < sn; i++)
+        c->sbuf[i] = FILL;
+    for (i = 0; i < c->rn; i++)
+        c->xr[i] = c->mr[i] = FILL;
+    for (j = 0; j < P; j++)
+        for (i = 0; i < c->sc[j]; i++)
+            c->sbuf[c->sd[j] + i] = val(me, j, i, t);
+    return xcoll_ialltoallv(c->sbuf, c->sc, c->sd, c->xr, c->rc, c->rd, XCOLL_INT32, comm, NULL,
+                            &c->req);
+}
+
+/* Compares call t with MPI's answer to it, and frees it. */
+static void shape_check(shape_call_t *c, int t)
+{
+    const int P = tc.size;
+    int isc[64], isd[64], irc[64], ird[64], j;
+    for (j = 0; j < P; j++)
+        isc[j] = (int)c->sc[j], isd[j] = (int)c->sd[j], irc[j] = (int)c->rc[j],
+        ird[j] = (int)c->rd[j];
+    TC_MPI(MPI_Alltoallv(c->sbuf, isc, isd, MPI_INT32_T, c->mr, irc, ird, MPI_INT32_T,
+                         MPI_COMM_WORLD));
+    compare("alltoallv of one shape", t, c->xr, c->mr, c->rn);
+    free(c->sbuf), free(c->xr), free(c->mr);
+}
+
+/* Exchange matrices of one shape with new counts and layouts every call,
+ * as MoE routing makes them. xcoll serves them from one schedule bound to
+ * each call's counts (api.c), which must never mix two calls' counts:
+ * blocking calls, then four at once finished in reverse order, then
+ * receive blocks that overlap (refused on every rank, as on a first
+ * call), then the shape again. */
+static void same_shape(xcoll_comm_t comm, int rounds)
+{
+    enum { N = 4 };
+    static shape_call_t c[N];
+    int t = 0, k, round;
+    for (round = 0; round < rounds; round++) {
+        const int n = round % 2 ? N : 1;
+        for (k = 0; k < n; k++)
+            TC_EXPECT(XCOLL_OK, shape_post(comm, &c[k], t + k, 0, 0));
+        for (k = n - 1; k >= 0; k--)
+            TC_EXPECT(XCOLL_OK, xcoll_wait(&c[k].req));
+        for (k = 0; k < n; k++)
+            shape_check(&c[k], t + k);
+        t += n;
+    }
+    if (tc.size < 2)
+        return;
+    /* every rank has two receive blocks or more here, so all refuse */
+    TC_EXPECT(XCOLL_OK, shape_post(comm, &c[0], t, 1, 0));
+    TC_EXPECT(XCOLL_OK, xcoll_wait(&c[0].req));
+    shape_check(&c[0], t++);
+    TC_EXPECT(XCOLL_ERR_INVALID_ARG, shape_post(comm, &c[0], t, 1, 1));
+    free(c[0].sbuf), free(c[0].xr), free(c[0].mr);
+    TC_EXPECT(XCOLL_OK, shape_post(comm, &c[0], ++t, 1, 0));
+    TC_EXPECT(XCOLL_OK, xcoll_wait(&c[0].req));
+    shape_check(&c[0], t);
+}
+
 /* Calls every rank gets wrong alike: each fails on its own, nothing is
  * posted, and the communicator goes on working. */
 static void bad_calls(xcoll_comm_t comm)
@@ -359,6 +458,7 @@ int main(int argc, char **argv)
         one_rooted(comm, i, big, in_place, how, i % tc.size);
     }
     many_in_flight(comm);
+    same_shape(comm, quick ? 6 : 12);
     bad_calls(comm);
     TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
     return tc_finish();

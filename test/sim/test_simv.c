@@ -464,6 +464,94 @@ static void run_case(const case_t *c)
     free(x);
 }
 
+/* Rank r's out-of-place int32 alltoallv, as api.c hands it to a builder. */
+static xc_coll_args_t a2av_args(int r, int P, const size_t *sc, const size_t *sd,
+                                const size_t *rc, const size_t *rd)
+{
+    xc_coll_args_t a;
+    memset(&a, 0, sizeof(a));
+    a.coll = XC_COLL_ALLTOALLV;
+    a.rank = r;
+    a.size = P;
+    a.dtype = XCOLL_INT32;
+    a.scounts = sc, a.sdispls = sd, a.rcounts = rc, a.rdispls = rd;
+    return a;
+}
+
+/* Its schedule, with the acks api.c adds. */
+static int build_a2av(xc_sched_t *s, const algo_t *al, const xc_coll_args_t *a)
+{
+    return xc_sched_init(s, a->rank, a->size, XCOLL_INT32, XCOLL_SUM) == XCOLL_OK &&
+           al->build(s, a) == XCOLL_OK && xc_sched_add_acks(s, XC_ACK_ABOVE_BYTES) == XCOLL_OK &&
+           xc_sched_finish(s) == XCOLL_OK;
+}
+
+static int same_sched(const xc_sched_t *x, const xc_sched_t *y)
+{
+    int ok = x->nsteps == y->nsteps && x->ndeps == y->ndeps && x->tmp_bytes == y->tmp_bytes &&
+             memcmp(x->deps, y->deps, x->ndeps * sizeof(*x->deps)) == 0;
+    for (uint32_t i = 0; ok && i < x->nsteps; i++) {
+        const xc_step_t *p = &x->steps[i], *q = &y->steps[i];
+        ok = p->kind == q->kind && p->peer == q->peer && p->slot == q->slot &&
+             p->bytes == q->bytes && p->a.buf == q->a.buf && p->a.off == q->a.off &&
+             p->dst.buf == q->dst.buf && p->dst.off == q->dst.off && p->ndeps == q->ndeps &&
+             p->dep_first == q->dep_first;
+    }
+    return ok;
+}
+
+static size_t shape_draw(uint64_t *rng, int big)
+{
+    uint64_t v = rng_next(rng);
+    return big ? 2049 + v % 5000 : v % 3 == 0 ? 0 : 1 + (v >> 8) % 2048;
+}
+
+/* xc_alltoallv_rebind, against the builders themselves: a schedule built
+ * for counts A and bound to counts B of A's shape (the same blocks above
+ * the ack limit; new sizes, empty blocks and layouts) must equal,
+ * step for step and dependency for dependency, the one built for B; and
+ * the check before binding accepts a schedule for its own counts only. */
+static void check_rebind(const algo_t *al, int P, uint64_t seed)
+{
+    size_t *v = malloc(8 * (size_t)P * sizeof(size_t));
+    size_t *sa = v, *sda = v + P, *ra = v + 2 * P, *rda = v + 3 * P;
+    size_t *sb = v + 4 * P, *sdb = v + 5 * P, *rb = v + 6 * P, *rdb = v + 7 * P;
+    int r = (int)(seed % (uint64_t)P), j, ok = 1;
+    uint64_t rng = seed;
+    case_t c;
+    xc_sched_t x, y;
+    xc_coll_args_t A, B;
+    memset(&c, 0, sizeof(c));
+    c.algo = al, c.size = P, c.seed = seed, c.dtype = XCOLL_INT32, c.lay = LAY_SHUFFLED;
+    for (j = 0; j < P; j++) {
+        /* per block and side: up to the ack limit (8 KiB: 2048 int32),
+         * empty a third of the time, or above it */
+        int bs = rng_next(&rng) % 3 == 0, br = j == r ? bs : rng_next(&rng) % 3 == 0;
+        sa[j] = shape_draw(&rng, bs), sb[j] = shape_draw(&rng, bs);
+        ra[j] = shape_draw(&rng, br), rb[j] = shape_draw(&rng, br);
+    }
+    ra[r] = sa[r], rb[r] = sb[r];
+    lay_out(&c, &rng, sa, sda), lay_out(&c, &rng, ra, rda);
+    lay_out(&c, &rng, sb, sdb), lay_out(&c, &rng, rb, rdb);
+    A = a2av_args(r, P, sa, sda, ra, rda);
+    B = a2av_args(r, P, sb, sdb, rb, rdb);
+    if (!build_a2av(&x, al, &A) || !build_a2av(&y, al, &B)) {
+        report(&c, 0, "building failed");
+        ok = -1;
+    } else {
+        ok &= xc_alltoallv_rebind(&x, &A, 1);
+        /* A's schedule passes B's check only where it already is B's */
+        ok &= xc_alltoallv_rebind(&x, &B, 1) == same_sched(&x, &y);
+        ok &= xc_alltoallv_rebind(&x, &B, 0) && same_sched(&x, &y);
+        report(&c, ok, ok ? NULL : "rank %d: the rebound schedule differs from a fresh build", r);
+    }
+    if (ok >= 0) {
+        xc_sched_fini(&x);
+        xc_sched_fini(&y);
+    }
+    free(v);
+}
+
 int main(int argc, char **argv)
 {
     static const int sizes[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 33};
@@ -534,6 +622,14 @@ int main(int argc, char **argv)
                     run_case(&c);
                 }
         }
+    }
+    for (ai = 0; ai < NALGOS; ai++) {
+        static const int rp[] = {1, 2, 3, 5, 8, 17, 64};
+        if (algos[ai].coll != XC_COLL_ALLTOALLV)
+            continue;
+        for (si = 0; si < (int)(sizeof(rp) / sizeof(rp[0])); si++)
+            for (i = 0; i < (quick ? 4 : 16); i++)
+                check_rebind(&algos[ai], rp[si], ++seed);
     }
     printf("test_simv: %lu passed, %lu failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;
