@@ -119,25 +119,20 @@ static void v_own_block(xc_sched_t *s, const xc_coll_args_t *a)
                                     a->rcounts[r] * s->dsize, XC_NODEPS));
 }
 
-/* Out of place every block has its steps, empty or not, marked to be no
- * message where empty (XC_STEP_F_SKIP_EMPTY): the schedule then depends
- * on no count but the ack limit's side of each block, and serves every
- * exchange matrix of that shape (xc_alltoallv_rebind). In place the
- * staging copies depend on the counts anyway: empty blocks get no step. */
+/* Every block has its steps, empty or not, marked to be no message where
+ * empty (XC_STEP_F_SKIP_EMPTY): message slots then count the same on
+ * both sides whatever each side's in-place choice, and out of place the
+ * schedule depends on no count but the ack limit's side of each block,
+ * so it serves every exchange matrix of that shape (xc_alltoallv_rebind). */
 static int v_send(xc_sched_t *s, const vsrc_t *v, int to, const int *deps, int ndeps)
 {
-    if (!v->a->in_place)
-        return xc_skip_if_empty(s, xc_send(s, to, vsrc_at(v, to), vsrc_bytes(v, to), deps, ndeps));
-    return vsrc_bytes(v, to) == 0 ? -1 : xc_send(s, to, vsrc_at(v, to), vsrc_bytes(v, to), deps, ndeps);
+    return xc_skip_if_empty(s, xc_send(s, to, vsrc_at(v, to), vsrc_bytes(v, to), deps, ndeps));
 }
 
 static int v_recv(xc_sched_t *s, const xc_coll_args_t *a, int from, const int *deps, int ndeps)
 {
-    const size_t bytes = a->rcounts[from] * s->dsize;
-    xc_ref_t at = XC_AT_RECV(a->rdispls[from] * s->dsize);
-    if (!a->in_place)
-        return xc_skip_if_empty(s, xc_recv(s, from, at, bytes, deps, ndeps));
-    return bytes == 0 ? -1 : xc_recv(s, from, at, bytes, deps, ndeps);
+    return xc_skip_if_empty(s, xc_recv(s, from, XC_AT_RECV(a->rdispls[from] * s->dsize),
+                                       a->rcounts[from] * s->dsize, deps, ndeps));
 }
 
 /* Pairwise alltoallv: the steps of the alltoall above, each block its own
@@ -191,11 +186,10 @@ xcoll_status_t scattered_alltoallv_schedule(xc_sched_t *s, const xc_coll_args_t 
         v_recv(s, a, (r - k + P) % P, XC_DEPS(v.staged));
     for (k = 1; k < P; k++) {
         const int to = (r + k) % P;
-        const int id = v_send(s, &v, to, XC_DEPS(v.staged, n >= SCATTERED_WINDOW
-                                                               ? win[n % SCATTERED_WINDOW]
-                                                               : -1));
-        if (id >= 0)
-            win[n++ % SCATTERED_WINDOW] = id;
+        win[n % SCATTERED_WINDOW] =
+            v_send(s, &v, to,
+                   XC_DEPS(v.staged, n >= SCATTERED_WINDOW ? win[n % SCATTERED_WINDOW] : -1));
+        n++;
     }
     free(v.staged_at);
     return s->err;

@@ -187,12 +187,26 @@ typedef struct xc_shm_comm {
     int broken;                /* a peer wrote garbage: fail from here on */
 } xc_shm_comm_t;
 
-static xc_shm_comm_t *g_live;   /* every communicator with local peers */
+/* Every communicator with local peers. Added to at the head by
+ * shm_comm_init, which runs without the progress thread's lock (the
+ * bootstrap may block): published with release, read with acquire
+ * (live_head), so a reader sees a new entry whole or not at all. Removed
+ * from under the lock only. */
+static xc_shm_comm_t *g_live;
+
+static xc_shm_comm_t *live_head(void)
+{
+    return __atomic_load_n(&g_live, __ATOMIC_ACQUIRE);
+}
 static unsigned g_ucx_pending;  /* UCX requests handed out and not finished */
 static unsigned g_tick;
 static uint64_t g_idle_since_ns;
 static unsigned g_last_idle_round;
 static int g_oversubscribed;
+/* What the kernel (or a sandbox's filter) refused once, it refuses again:
+ * then arming says "no wakeup here" and callers nap, instead of raising
+ * flags that make every peer's message a system call. */
+static int g_no_futex, g_no_waitv;
 
 /* Read by peers through process_vm_readv to find out whether they may. */
 static volatile uint64_t g_cma_probe;
@@ -1182,7 +1196,7 @@ static xcoll_status_t shm_comm_init(const xcoll_bootstrap_t *boot, void **tl_com
     }
     if (on) {
         c->next_live = g_live;
-        g_live = c;
+        __atomic_store_n(&g_live, c, __ATOMIC_RELEASE);
     }
     *tl_comm = c;
     return XCOLL_OK;
@@ -1451,7 +1465,7 @@ static int shm_progress(void *tl_comm)
 {
     xc_shm_comm_t *c = tl_comm;
     int events = 0;
-    for (xc_shm_comm_t *x = g_live; x != NULL; x = x->next_live)
+    for (xc_shm_comm_t *x = live_head(); x != NULL; x = x->next_live)
         events += progress_comm(x);
     /* UCX carries the other nodes' traffic, the long messages and other
      * communicators': with nothing of ours in it, every 16th round will do */
@@ -1470,7 +1484,7 @@ static int ucx_matters(const xc_shm_comm_t *c)
 
 static void shm_disarm(void)
 {
-    for (xc_shm_comm_t *x = g_live; x != NULL; x = x->next_live) {
+    for (xc_shm_comm_t *x = live_head(); x != NULL; x = x->next_live) {
         xc_shm_bell_t *b = bell_of(x->seg);
         if (__atomic_load_n(&b->sleeping, __ATOMIC_RELAXED))
             __atomic_store_n(&b->sleeping, 0, __ATOMIC_RELAXED);
@@ -1484,7 +1498,7 @@ static int shm_arm(void *tl_comm, xc_wait_t *w)
 {
     xc_shm_comm_t *c = tl_comm;
     int events = 0;
-    if (c->nlocal == 0 && g_live == NULL)
+    if (c->nlocal == 0 && live_head() == NULL)
         return xc_ucx_transport.arm(c->ucx, w);
     if (ucx_matters(c)) {
         int a = xc_ucx_transport.arm(c->ucx, w);
@@ -1495,7 +1509,10 @@ static int shm_arm(void *tl_comm, xc_wait_t *w)
     w->fd = -1;
     w->nwords = 0;
     w->max_us = 2000;
-    for (xc_shm_comm_t *x = g_live; x != NULL; x = x->next_live) {
+    if (__atomic_load_n(&g_no_futex, __ATOMIC_RELAXED) ||
+        (__atomic_load_n(&g_no_waitv, __ATOMIC_RELAXED) && live_head()->next_live != NULL))
+        return -1;
+    for (xc_shm_comm_t *x = live_head(); x != NULL; x = x->next_live) {
         xc_shm_bell_t *b = bell_of(x->seg);
         if (w->nwords == XC_WAIT_WORDS) {
             shm_disarm();
@@ -1506,7 +1523,7 @@ static int shm_arm(void *tl_comm, xc_wait_t *w)
         __atomic_store_n(&b->sleeping, 1, __ATOMIC_RELAXED);
     }
     atomic_thread_fence(memory_order_seq_cst);
-    for (xc_shm_comm_t *x = g_live; x != NULL; x = x->next_live)
+    for (xc_shm_comm_t *x = live_head(); x != NULL; x = x->next_live)
         events += progress_comm(x);
     if (events > 0) {
         shm_disarm();
@@ -1515,22 +1532,19 @@ static int shm_arm(void *tl_comm, xc_wait_t *w)
     return 0;
 }
 
-#ifndef FUTEX_32
-#define FUTEX_32 2
-#endif
-
 /* A futex wait that failed this way still did its job: woken meanwhile,
- * timed out, or interrupted. */
+ * timed out, or interrupted (or its word was unmapped: a communicator
+ * destroyed meanwhile). */
 static int slept(int err)
 {
-    return err == EAGAIN || err == ETIMEDOUT || err == EINTR;
+    return err == EAGAIN || err == ETIMEDOUT || err == EINTR || err == EFAULT;
 }
 
 /* One sleep on every live communicator's bell (futex_waitv, Linux 5.16);
  * 0 where the kernel or a sandbox refuses it. */
 static int wait_many(const xc_wait_t *w, const struct timespec *ts)
 {
-#ifdef SYS_futex_waitv
+#if defined(SYS_futex_waitv) && defined(FUTEX_32)
     struct futex_waitv v[XC_WAIT_WORDS];
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
@@ -1566,8 +1580,11 @@ static void shm_sleep(const xc_wait_t *w, unsigned max_us)
     if (w->nwords == 1 ? futex(w->word[0], FUTEX_WAIT, w->val[0], &ts) == 0 || slept(errno)
                        : wait_many(w, &ts))
         return;
-    /* refused (an old kernel, a sandbox): nap as briefly as a poll of
-     * every ring costs */
+    /* refused (an old kernel, a sandbox): from now on arming declines;
+     * this once, nap as briefly as a poll of every ring costs */
+    __atomic_store_n(w->nwords == 1 ? &g_no_futex : &g_no_waitv, 1, __ATOMIC_RELAXED);
+    xc_info("shared memory: %s refused (%s): waits nap instead of sleeping until woken",
+            w->nwords == 1 ? "futex" : "futex_waitv", strerror(errno));
     ts.tv_sec = 0;
     ts.tv_nsec = 20000;
     nanosleep(&ts, NULL);
@@ -1579,7 +1596,7 @@ static void shm_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
     uint64_t now, idle_us;
     xc_wait_t w;
     int armed;
-    if (c->nlocal == 0 && g_live == NULL) {
+    if (c->nlocal == 0 && live_head() == NULL) {
         xc_ucx_transport.idle(c->ucx, idle_rounds, max_wait_us);
         return;
     }
