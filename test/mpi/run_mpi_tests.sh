@@ -379,7 +379,9 @@ for np in 2 3 4; do
     run examples/barrier $np
 done
 run examples/overlap 2
-# (its deadlock lesson waits out a 2 s timeout)
+# (these two wait out a timeout on purpose: 0.5 s and 2 s)
+run examples/straggler 3
+run examples/straggler 4
 run examples/send_recv 3
 # Device buffers. On the emulated GPU (device memory the CPU cannot touch,
 # GPU work that runs late) everywhere; on a real device when there is one,
