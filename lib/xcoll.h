@@ -66,7 +66,11 @@ typedef enum {
     XCOLL_ERR_TRUNCATED      = -11, /* a peer sent a different number of bytes than expected */
     XCOLL_ERR_BOOTSTRAP      = -12, /* the bootstrap allgather failed */
     XCOLL_ERR_UNSUPPORTED    = -13, /* valid request this build cannot serve (e.g. CUDA stream without CUDA) */
-    XCOLL_ERR_INTERNAL       = -14
+    XCOLL_ERR_INTERNAL       = -14,
+    XCOLL_ERR_MISMATCH       = -15  /* with the call check on (xcoll_config_t.check): the ranks
+                                     * called different collectives (or counts, types,
+                                     * operators, roots); no data moved, the communicator
+                                     * stays usable */
 } xcoll_status_t;
 
 /* Element types. float16 is IEEE binary16, bfloat16 the upper half of a
@@ -149,6 +153,16 @@ typedef struct {
      * default one (use one visible device per process). Default: the
      * XCOLL_PROGRESS_THREAD environment variable (1 or 0), else 0. */
     int progress_thread;
+    /* 1: every collective first compares what each rank called
+     * (collective, count or bytes, datatype, operator, root; a v-variant
+     * only its collective and root, as its counts differ by rank), and a
+     * mismatch fails the call on every rank with XCOLL_ERR_MISMATCH and a
+     * log line naming the ranks and their calls, where it would otherwise
+     * hang or move wrong data; the communicator stays usable. Costs one
+     * small allgather per call (ceil(log2 P) messages of at most 32 P
+     * bytes). Default: the XCOLL_CHECK environment variable (1 or 0),
+     * else 0. */
+    int check;
 } xcoll_config_t;
 
 /* A launcher-neutral way to build a communicator: this process's rank, the

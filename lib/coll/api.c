@@ -2,6 +2,7 @@
  * normalise in-place forms to the builders' buffer contract (coll.h), get
  * the (cached) schedule, post it. Blocking calls are post + wait. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,7 @@ typedef struct {
     const struct xc_tune *tune;
     char why[sizeof(((xc_cached_sched_t *)0)->why)];
     int built;
+    char stamp[XC_STAMP_BYTES];
 } build_ctx_t;
 
 static xcoll_status_t check_no_overlap(const xc_coll_args_t *a);
@@ -108,8 +110,11 @@ static xcoll_status_t build_collective(void *ctx, xc_sched_t *s)
     /* why is read by info logs only: not formatted without them */
     rc = xc_select_and_build(s, &b->a, b->tune, xc_log_level >= XC_LOG_INFO ? b->why : NULL,
                              sizeof(b->why));
-    if (rc == XCOLL_OK)
+    if (rc == XCOLL_OK) {
+        s->after = s->check_step; /* the acks too wait for the verdict */
         rc = xc_sched_add_acks(s, XC_ACK_ABOVE_BYTES);
+        s->after = -1;
+    }
     return rc;
 }
 
@@ -143,6 +148,29 @@ static uint64_t vec_hash(const size_t *vec, size_t n)
     for (i = 0; i < n; i++)
         h = (h ^ (uint64_t)vec[i]) * 0x100000001b3ULL;
     return n > 0 ? h : 0;
+}
+
+/* What this rank called, for the call check (XCOLL_CHECK): what every rank
+ * must have alike. Data movement by bytes (ranks may describe the same
+ * bytes with other types, as MPI lets them); a v-variant's counts differ
+ * by rank, so only its collective and root. */
+static void stamp_of(const call_t *c, char *out)
+{
+    const xc_coll_t k = c->coll;
+    const int rooted = k == XC_COLL_BCAST || k == XC_COLL_REDUCE || k == XC_COLL_GATHER ||
+                       k == XC_COLL_SCATTER || k == XC_COLL_GATHERV || k == XC_COLL_SCATTERV;
+    char root[24] = "";
+    memset(out, 0, XC_STAMP_BYTES);
+    if (rooted)
+        snprintf(root, sizeof(root), " root %d", c->root);
+    if (k == XC_COLL_ALLREDUCE || k == XC_COLL_REDUCE || k == XC_COLL_REDUCE_SCATTER)
+        snprintf(out, XC_STAMP_BYTES, "%s %zu %s %s%s", xc_coll_name(k), c->count,
+                 xcoll_dtype_name(c->dtype), xcoll_op_name(c->op), root);
+    else if (k == XC_COLL_BARRIER || xc_coll_is_vector(k))
+        snprintf(out, XC_STAMP_BYTES, "%s%s", xc_coll_name(k), root);
+    else
+        snprintf(out, XC_STAMP_BYTES, "%s %zu B%s", xc_coll_name(k),
+                 c->count * xcoll_dtype_size(c->dtype), root);
 }
 
 /* post_locked's answer when the schedule of a call's shape is running
@@ -208,6 +236,10 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
     b.a.sdispls = c->sdispls;
     b.a.rcounts = c->rcounts;
     b.a.rdispls = c->rdispls;
+    if (comm->check) {
+        stamp_of(c, b.stamp);
+        b.a.stamp = b.stamp;
+    }
     key[0] = (uint64_t)c->coll | (uint64_t)c->dtype << 8 | (uint64_t)c->op << 16 |
              (uint64_t)(c->in_place != 0) << 24;
     key[1] = c->count;

@@ -71,6 +71,9 @@ typedef struct {
     /* v-variants only: size entries each, in elements (NULL where the
      * contract above does not use them) */
     const size_t *scounts, *sdispls, *rcounts, *rdispls;
+    /* The call check (XCOLL_CHECK): this rank's stamp (XC_STAMP_BYTES), put
+     * first in every schedule built for the call; NULL: no check. */
+    const char *stamp;
 } xc_coll_args_t;
 
 typedef xcoll_status_t (*xc_build_fn)(xc_sched_t *s, const xc_coll_args_t *a);

@@ -105,7 +105,13 @@ static xcoll_status_t try_build(xc_sched_t *s, const xc_coll_args_t *a, const xc
     if (rc != XCOLL_OK)
         return rc;
     s->algo = al->name;
-    rc = al->build(s, a);
+    if (a->stamp != NULL) {
+        /* every step the builder adds waits for the verdict */
+        memcpy(s->stamp, a->stamp, XC_STAMP_BYTES);
+        s->after = xc_sched_add_check(s);
+    }
+    rc = s->err != XCOLL_OK ? s->err : al->build(s, a);
+    s->after = -1;
     if (rc == XCOLL_OK) {
         xc_debug("%s: built a %s schedule of %u steps for count %zu", xc_coll_name(a->coll),
                  al->name, s->nsteps, a->count);

@@ -209,12 +209,14 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
         return rc;
     }
     comm->progress_thread = cfg->progress_thread != 0;
+    comm->check = cfg->check != 0;
     locked = xc_lock();
     comm->next_live = live_comms;
     live_comms = comm;
     xc_unlock(locked);
-    xc_info("communicator %u created: rank %d of %d, timeout %g s%s", id, comm->rank, comm->size,
-            comm->timeout_s, comm->progress_thread ? ", progress thread" : "");
+    xc_info("communicator %u created: rank %d of %d, timeout %g s%s%s", id, comm->rank,
+            comm->size, comm->timeout_s, comm->progress_thread ? ", progress thread" : "",
+            comm->check ? ", calls checked (XCOLL_CHECK)" : "");
     *out = comm;
     return XCOLL_OK;
 }

@@ -34,6 +34,7 @@ struct xcoll_comm_s {
     xcoll_memory_t memory;  /* the caller's word on where buffers live */
     int failed;             /* a collective failed: seq numbers may disagree now */
     int fallback;           /* the caller runs calls the table gives to "mpi" */
+    int check;              /* collectives compare their calls first (XCOLL_CHECK) */
     const xc_transport_t *tl;
     void *tl_comm;
     unsigned outstanding;   /* requests not yet freed */

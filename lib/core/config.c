@@ -20,6 +20,20 @@ static double parse_seconds(const char *text)
     return v;
 }
 
+/* A 0/1 variable: *out keeps its value when the variable is unset. */
+static xcoll_status_t env_flag(const char *name, int *out)
+{
+    const char *env = getenv(name);
+    if (env == NULL || *env == '\0')
+        return XCOLL_OK;
+    if (strcmp(env, "1") != 0 && strcmp(env, "0") != 0) {
+        xc_error("%s=%s is not 0 or 1", name, env);
+        return XCOLL_ERR_INVALID_ARG;
+    }
+    *out = env[0] == '1';
+    return XCOLL_OK;
+}
+
 xcoll_status_t xcoll_config_init(xcoll_config_t *cfg)
 {
     const char *env;
@@ -36,14 +50,10 @@ xcoll_status_t xcoll_config_init(xcoll_config_t *cfg)
     cfg->fallback = 0;
     cfg->memory = XCOLL_MEMORY_AUTO;
     cfg->progress_thread = 0;
-    env = getenv("XCOLL_PROGRESS_THREAD");
-    if (env != NULL && *env != '\0') {
-        if (strcmp(env, "1") != 0 && strcmp(env, "0") != 0) {
-            xc_error("XCOLL_PROGRESS_THREAD=%s is not 0 or 1", env);
-            return XCOLL_ERR_INVALID_ARG;
-        }
-        cfg->progress_thread = env[0] == '1';
-    }
+    cfg->check = 0;
+    if (env_flag("XCOLL_CHECK", &cfg->check) != XCOLL_OK ||
+        env_flag("XCOLL_PROGRESS_THREAD", &cfg->progress_thread) != XCOLL_OK)
+        return XCOLL_ERR_INVALID_ARG;
     env = getenv("XCOLL_TIMEOUT");
     if (env != NULL && *env != '\0') {
         double t = parse_seconds(env);

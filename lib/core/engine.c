@@ -18,8 +18,8 @@
 
 static const char *step_kind_name(uint8_t kind)
 {
-    static const char *names[XC_STEP_KIND_COUNT] = {"send",   "recv",   "recv+reduce",
-                                                    "copy",   "reduce", "divide"};
+    static const char *names[XC_STEP_KIND_COUNT] = {"send",   "recv",  "recv+reduce", "copy",
+                                                    "reduce", "divide", "stamp",       "check"};
     return kind < XC_STEP_KIND_COUNT ? names[kind] : "?";
 }
 
@@ -161,6 +161,32 @@ static void reduce_operands(const xc_sched_t *s, const xc_step_t *st, void *dst,
 
 /* The local part of a step: all of a local step, the reduction after a
  * receive. */
+/* The call check's verdict: the stamps every rank sent (block i from rank
+ * (rank + i) % P) against this rank's. The peers' blocks are untrusted
+ * text: printed only up to their length. Every rank holds every stamp, so
+ * every rank fails alike and says which ranks called what. */
+static xcoll_status_t check_stamps(const xc_exec_t *x, const char *blocks)
+{
+    const xc_sched_t *s = x->sched;
+    const size_t B = XC_STAMP_BYTES;
+    int i, shown = 0, differ = 0;
+    for (i = 1; i < s->size; i++)
+        differ += memcmp(blocks + (size_t)i * B, blocks, B) != 0;
+    if (differ == 0)
+        return XCOLL_OK;
+    xc_error("collective seq %u: the ranks called different collectives (%d of %d differ from "
+             "this rank's \"%.*s\")", x->seq, differ, s->size, (int)strnlen(blocks, B), blocks);
+    for (i = 1; i < s->size && shown < 4; i++) {
+        const char *b = blocks + (size_t)i * B;
+        if (memcmp(b, blocks, B) == 0)
+            continue;
+        xc_error("collective seq %u: rank %d called \"%.*s\"", x->seq, (s->rank + i) % s->size,
+                 (int)strnlen(b, B), b);
+        shown++;
+    }
+    return XCOLL_ERR_MISMATCH;
+}
+
 static xcoll_status_t run_local(xc_exec_t *x, const xc_step_t *st)
 {
     const xc_sched_t *s = x->sched;
@@ -192,6 +218,22 @@ static xcoll_status_t run_local(xc_exec_t *x, const xc_step_t *st)
             break;
         xc_divide(dst, count, s->dtype, s->divisor);
         return XCOLL_OK;
+    case XC_STEP_STAMP:
+    case XC_STEP_CHECK: {
+        char *at = addr(x, st->kind == XC_STEP_STAMP ? st->dst : st->a);
+        if (xc_mem_on_device((xc_memtype_t)x->mem[XC_BUF_TMP])) {
+            xc_error("%s: the call check (XCOLL_CHECK) needs host scratch; a transport that "
+                     "takes device memory keeps it on the device", s->algo);
+            return XCOLL_ERR_UNSUPPORTED;
+        }
+        if (at == NULL)
+            break;
+        if (st->kind == XC_STEP_STAMP) {
+            memcpy(at, s->stamp, XC_STAMP_BYTES);
+            return XCOLL_OK;
+        }
+        return check_stamps(x, at);
+    }
     default:
         return XCOLL_OK;
     }
@@ -965,8 +1007,10 @@ xcoll_status_t xc_exec_progress(xc_exec_t *x, int *progressed)
         moved = 1;
         rc = start_step(x, i);
         if (rc != XCOLL_OK) {
-            xc_error("%s: could not start step %u (%s, peer %d): %s", s->algo, i,
-                     step_kind_name(s->steps[i].kind), s->steps[i].peer, xcoll_strerror(rc));
+            if (rc != XCOLL_ERR_MISMATCH) /* check_stamps said why */
+                xc_error("%s: could not start step %u (%s, peer %d): %s", s->algo, i,
+                         step_kind_name(s->steps[i].kind), s->steps[i].peer,
+                         xcoll_strerror(rc));
             x->status = rc;
             return rc;
         }

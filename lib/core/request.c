@@ -94,8 +94,9 @@ static void complete(struct xcoll_request_s *r, xcoll_status_t status)
         xc_gpu_flag_release(r->hold_flag, r->hold_value);
         r->hold_flag = NULL;
     }
-    if (status != XCOLL_OK && !r->exec.is_p2p)
-        /* the ranks no longer agree on sequence numbers */
+    if (status != XCOLL_OK && status != XCOLL_ERR_MISMATCH && !r->exec.is_p2p)
+        /* the ranks no longer agree on sequence numbers (a mismatch fails
+         * every rank at its check, before any data moved: they still do) */
         r->comm->failed = 1;
     if (threaded)
         pthread_cond_broadcast(&finished);

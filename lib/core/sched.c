@@ -20,6 +20,7 @@ xcoll_status_t xc_sched_init(xc_sched_t *s, int rank, int size, xcoll_dtype_t dt
     s->divisor = (uint32_t)size;
     s->algo = "none";
     s->after = -1;
+    s->check_step = -1;
     for (int b = 0; b < XC_BUF_COUNT; b++)
         s->buf_map[b] = (uint8_t)b;
     s->send_slots = calloc((size_t)size, sizeof(uint32_t));
@@ -253,6 +254,41 @@ out:
     return s->err;
 }
 
+int xc_sched_add_check(xc_sched_t *s)
+{
+    const int P = s->size, r = s->rank;
+    const size_t B = XC_STAMP_BYTES;
+    size_t base;
+    xc_step_t st;
+    int prev, d;
+    if (P <= 1)
+        return -1;
+    /* block i holds rank (r + i) % P's stamp: after the exchange at
+     * distance d, this rank has the 2d blocks from itself on, half of them
+     * from rank r + d, which had d */
+    base = xc_sched_tmp(s, (size_t)P * B);
+    memset(&st, 0, sizeof(st));
+    st.kind = XC_STEP_STAMP;
+    st.peer = -1;
+    st.bytes = B;
+    st.dst = XC_AT_TMP(base);
+    prev = add_step(s, &st, XC_NODEPS);
+    for (d = 1; d < P; d *= 2) {
+        const size_t n = (size_t)(d < P - d ? d : P - d) * B;
+        const int first = (int)s->nsteps;
+        xc_send(s, (r - d + P) % P, XC_AT_TMP(base), n, XC_DEPS(prev));
+        xc_recv(s, (r + d) % P, XC_AT_TMP(base + (size_t)d * B), n, XC_DEPS(prev));
+        prev = xc_join(s, first);
+    }
+    memset(&st, 0, sizeof(st));
+    st.kind = XC_STEP_CHECK;
+    st.peer = -1;
+    st.bytes = (size_t)P * B;
+    st.a = XC_AT_TMP(base);
+    s->check_step = add_step(s, &st, XC_DEPS(prev));
+    return s->check_step;
+}
+
 int xc_skip_if_empty(xc_sched_t *s, int id)
 {
     if (id >= 0 && (uint32_t)id < s->nsteps)
@@ -330,6 +366,14 @@ void xc_sched_print(const xc_sched_t *s, void *file)
         case XC_STEP_DIVIDE:
             fprintf(f, "divide %8zu B %s+%zu by %u", st->bytes, buf_name(st->dst.buf),
                     st->dst.off, s->divisor);
+            break;
+        case XC_STEP_STAMP:
+            fprintf(f, "stamp  %8zu B %s+%zu = \"%.*s\"", st->bytes, buf_name(st->dst.buf),
+                    st->dst.off, (int)XC_STAMP_BYTES, s->stamp);
+            break;
+        case XC_STEP_CHECK:
+            fprintf(f, "check  %8zu B %s+%zu: every rank's stamp equals mine", st->bytes,
+                    buf_name(st->a.buf), st->a.off);
             break;
         default:
             fprintf(f, "?");

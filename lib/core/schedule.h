@@ -28,6 +28,9 @@ typedef struct {
     size_t off;    /* bytes */
 } xc_ref_t;
 
+/* A call's stamp: printable text, NUL-padded. */
+#define XC_STAMP_BYTES 64
+
 typedef enum {
     XC_STEP_SEND = 0,    /* send bytes at a to peer */
     XC_STEP_RECV,        /* receive bytes from peer into dst */
@@ -35,6 +38,9 @@ typedef enum {
     XC_STEP_COPY,        /* dst = a (memmove) */
     XC_STEP_REDUCE,      /* dst = a op b */
     XC_STEP_DIVIDE,      /* dst /= divisor (finishes AVG) */
+    XC_STEP_STAMP,       /* dst = the schedule's stamp (XC_STAMP_BYTES) */
+    XC_STEP_CHECK,       /* a = every rank's stamp: fail with XCOLL_ERR_MISMATCH
+                            unless all equal this rank's */
     XC_STEP_KIND_COUNT
 } xc_step_kind_t;
 
@@ -73,6 +79,10 @@ typedef struct xc_sched {
     int after;
     uint8_t buf_map[XC_BUF_COUNT];
     xcoll_status_t err;   /* first error while building */
+    /* The call check (xc_sched_add_check): what this rank called, as text,
+     * and the step that compares it with every rank's (-1: none). */
+    char stamp[XC_STAMP_BYTES];
+    int check_step;
 } xc_sched_t;
 
 /* A v-variant's block: where it is empty in a call (bytes 0), the step
@@ -125,6 +135,13 @@ int xc_divide_local(xc_sched_t *s, xc_ref_t dst, size_t bytes, const int *deps, 
  * [first, nsteps) has; returns its id. Typical composition:
  *     phase1(s, ...); s->after = xc_join(s, 0); phase2(s, ...); s->after = -1; */
 int xc_join(xc_sched_t *s, int first);
+
+/* The call check, first in a schedule: every rank's stamp (s->stamp, set
+ * by the caller) gathered to every rank (Bruck: ceil(log2 P) messages, the
+ * same on every rank whatever it called, so they match even when the
+ * calls do not), then a CHECK step. Returns the CHECK step's id for
+ * builders to depend on (s->after), -1 on one rank. */
+int xc_sched_add_check(xc_sched_t *s);
 
 /* Marks step id XC_STEP_F_SKIP_EMPTY; returns id. */
 int xc_skip_if_empty(xc_sched_t *s, int id);

@@ -30,6 +30,7 @@ const char *xcoll_strerror(xcoll_status_t status)
     case XCOLL_ERR_BOOTSTRAP: return "bootstrap allgather failed";
     case XCOLL_ERR_UNSUPPORTED: return "not supported by this build or algorithm";
     case XCOLL_ERR_INTERNAL: return "internal error";
+    case XCOLL_ERR_MISMATCH: return "the ranks called different collectives (XCOLL_CHECK)";
     }
     return "unknown status";
 }

@@ -368,6 +368,19 @@ run test_vcoll 3 --quick
 run_timeout 3
 unset XCOLL_PROGRESS_THREAD
 label=
+# The call check (XCOLL_CHECK): mismatched calls fail on every rank, the
+# communicator goes on; and the suite's matching calls, every collective,
+# nonblocking and v-variants, are never refused with it on.
+for np in 1 2 3 4; do
+    run test_check $np
+done
+export XCOLL_CHECK=1
+label=.check
+run test_coll 3 --quick
+run test_nonblocking 4
+run test_vcoll 4 --quick
+unset XCOLL_CHECK
+label=
 # The examples check their own answers (exit status).
 for np in 2 3 4; do
     run examples/allreduce $np
