@@ -158,10 +158,12 @@ typedef struct {
      * only its collective and root, as its counts differ by rank), and a
      * mismatch fails the call on every rank with XCOLL_ERR_MISMATCH and a
      * log line naming the ranks and their calls, where it would otherwise
-     * hang or move wrong data; the communicator stays usable. Costs one
+     * hang or move wrong data; the communicator stays usable. Every rank
+     * must set it alike (xcoll_comm_create fails otherwise). Costs one
      * small allgather per call (ceil(log2 P) messages of at most 32 P
-     * bytes). Default: the XCOLL_CHECK environment variable (1 or 0),
-     * else 0. */
+     * bytes); device data is then staged through host memory. A call
+     * handed back to the caller (fallback) is not checked. Default: the
+     * XCOLL_CHECK environment variable (1 or 0), else 0. */
     int check;
 } xcoll_config_t;
 

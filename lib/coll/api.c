@@ -154,23 +154,23 @@ static uint64_t vec_hash(const size_t *vec, size_t n)
  * must have alike. Data movement by bytes (ranks may describe the same
  * bytes with other types, as MPI lets them); a v-variant's counts differ
  * by rank, so only its collective and root. */
-static void stamp_of(const call_t *c, char *out)
+static void stamp_of(xc_coll_t k, size_t count, xcoll_dtype_t dtype, xcoll_op_t op, int root_rank,
+                     char *out)
 {
-    const xc_coll_t k = c->coll;
     const int rooted = k == XC_COLL_BCAST || k == XC_COLL_REDUCE || k == XC_COLL_GATHER ||
                        k == XC_COLL_SCATTER || k == XC_COLL_GATHERV || k == XC_COLL_SCATTERV;
     char root[24] = "";
     memset(out, 0, XC_STAMP_BYTES);
     if (rooted)
-        snprintf(root, sizeof(root), " root %d", c->root);
+        snprintf(root, sizeof(root), " root %d", root_rank);
     if (k == XC_COLL_ALLREDUCE || k == XC_COLL_REDUCE || k == XC_COLL_REDUCE_SCATTER)
-        snprintf(out, XC_STAMP_BYTES, "%s %zu %s %s%s", xc_coll_name(k), c->count,
-                 xcoll_dtype_name(c->dtype), xcoll_op_name(c->op), root);
+        snprintf(out, XC_STAMP_BYTES, "%s %zu %s %s%s", xc_coll_name(k), count,
+                 xcoll_dtype_name(dtype), xcoll_op_name(op), root);
     else if (k == XC_COLL_BARRIER || xc_coll_is_vector(k))
         snprintf(out, XC_STAMP_BYTES, "%s%s", xc_coll_name(k), root);
     else
         snprintf(out, XC_STAMP_BYTES, "%s %zu B%s", xc_coll_name(k),
-                 c->count * xcoll_dtype_size(c->dtype), root);
+                 count * xcoll_dtype_size(dtype), root);
 }
 
 /* post_locked's answer when the schedule of a call's shape is running
@@ -237,7 +237,7 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
     b.a.rcounts = c->rcounts;
     b.a.rdispls = c->rdispls;
     if (comm->check) {
-        stamp_of(c, b.stamp);
+        stamp_of(c->coll, c->count, c->dtype, c->op, c->root, b.stamp);
         b.a.stamp = b.stamp;
     }
     key[0] = (uint64_t)c->coll | (uint64_t)c->dtype << 8 | (uint64_t)c->op << 16 |
@@ -1016,6 +1016,11 @@ xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *
     b.a.root = args->root;
     b.a.fallback = 1;
     b.a.topo = comm->topo;
+    /* this schedule is cached for post to run: checked as post's would be */
+    if (comm->check) {
+        stamp_of(b.a.coll, args->count, args->dtype, args->op, args->root, b.stamp);
+        b.a.stamp = b.stamp;
+    }
     key[0] = (uint64_t)args->coll | (uint64_t)args->dtype << 8 | (uint64_t)args->op << 16;
     key[1] = args->count;
     key[2] = (uint64_t)(uint32_t)args->root;

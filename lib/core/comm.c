@@ -57,6 +57,8 @@ typedef struct {
     int32_t ok;             /* 0: this rank cannot create it (its configuration, its
                                selection table) */
     uint64_t table;         /* xc_tune_hash of its selection table */
+    int32_t check;          /* xcoll_config_t.check: every rank alike */
+    int32_t pad_;
 } xc_hello_t;
 
 xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_config_t *cfg,
@@ -132,6 +134,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     me.size = boot->size;
     me.ok = tune_rc == XCOLL_OK;
     me.table = me.ok ? xc_tune_hash(tune) : 0;
+    me.check = cfg->check != 0;
     if (boot->allgather(&me, all, sizeof(me), boot->ctx) != 0) {
         xc_error("xcoll_comm_create: the bootstrap allgather failed");
         free(all);
@@ -161,6 +164,13 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
             xc_error("xcoll_comm_create: rank %d's selection table differs from this rank's "
                      "(XCOLL_TUNE, XCOLL_TUNE_FILE, the caller's rules): every rank must use "
                      "the same, or they choose different algorithms", i);
+            tune_rc = XCOLL_ERR_INVALID_ARG;
+        }
+        if (all[i].ok && me.ok && tune_rc == XCOLL_OK && all[i].check != me.check) {
+            xc_error("xcoll_comm_create: rank %d has the call check %s and this rank %s "
+                     "(XCOLL_CHECK, xcoll_config_t.check): every rank must agree, as a checked "
+                     "collective sends what an unchecked one would take for data", i,
+                     all[i].check ? "on" : "off", me.check ? "on" : "off");
             tune_rc = XCOLL_ERR_INVALID_ARG;
         }
         if (all[i].next_id > id)

@@ -165,23 +165,34 @@ static void reduce_operands(const xc_sched_t *s, const xc_step_t *st, void *dst,
  * (rank + i) % P) against this rank's. The peers' blocks are untrusted
  * text: printed only up to their length. Every rank holds every stamp, so
  * every rank fails alike and says which ranks called what. */
+/* A peer's stamp for the log: printable, whatever it sent. */
+static const char *printable(const char *stamp, char *out)
+{
+    size_t i;
+    for (i = 0; i < XC_STAMP_BYTES && stamp[i] != '\0'; i++)
+        out[i] = stamp[i] >= 0x20 && stamp[i] < 0x7f ? stamp[i] : '?';
+    out[i] = '\0';
+    return out;
+}
+
 static xcoll_status_t check_stamps(const xc_exec_t *x, const char *blocks)
 {
     const xc_sched_t *s = x->sched;
     const size_t B = XC_STAMP_BYTES;
+    char text[XC_STAMP_BYTES + 1];
     int i, shown = 0, differ = 0;
     for (i = 1; i < s->size; i++)
         differ += memcmp(blocks + (size_t)i * B, blocks, B) != 0;
     if (differ == 0)
         return XCOLL_OK;
-    xc_error("collective seq %u: the ranks called different collectives (%d of %d differ from "
-             "this rank's \"%.*s\")", x->seq, differ, s->size, (int)strnlen(blocks, B), blocks);
+    xc_error("collective seq %u: the ranks' calls differ (%d of %d from this rank's \"%s\")",
+             x->seq, differ, s->size, printable(blocks, text));
     for (i = 1; i < s->size && shown < 4; i++) {
         const char *b = blocks + (size_t)i * B;
         if (memcmp(b, blocks, B) == 0)
             continue;
-        xc_error("collective seq %u: rank %d called \"%.*s\"", x->seq, (s->rank + i) % s->size,
-                 (int)strnlen(b, B), b);
+        xc_error("collective seq %u: rank %d called \"%s\"", x->seq, (s->rank + i) % s->size,
+                 printable(b, text));
         shown++;
     }
     return XCOLL_ERR_MISMATCH;
@@ -918,7 +929,11 @@ static xcoll_status_t exec_use_gpu(xc_exec_t *x, const xc_exec_device_t *dev)
     x->gpu = dev->gpu;
     x->mem[XC_BUF_SEND] = (uint8_t)dev->send_mem;
     x->mem[XC_BUF_RECV] = (uint8_t)dev->recv_mem;
-    x->tl_device = x->tl->device_memory != NULL && x->tl->device_memory(x->tl_comm);
+    /* the call check's stamps are host data (run_local): with it, device
+     * data is staged on every rank, as a transport may take device memory
+     * on some ranks (alone on their node) and not others */
+    x->tl_device = s->check_step < 0 && x->tl->device_memory != NULL &&
+                   x->tl->device_memory(x->tl_comm);
     /* scratch lives where the transport can use it and a kernel can read
      * it: pinned host memory when staging, device memory otherwise */
     tmp_mem = x->tl_device ? XC_MEM_DEVICE : XC_MEM_PINNED;

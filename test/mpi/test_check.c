@@ -149,6 +149,50 @@ static void legal_vcalls(void)
     free(r);
 }
 
+/* As the MPI drop-ins call: xcoll_declines first (which may build and
+ * cache the schedule), then the call, on a communicator that may hand
+ * calls back. The check must hold on that path too. */
+static void with_declines(xcoll_config_t cfg)
+{
+    xcoll_comm_t saved = comm;
+    cfg.fallback = 1;
+    TC_EXPECT(XCOLL_OK, xcoll_comm_create_mpi(MPI_COMM_WORLD, &cfg, &comm));
+    for (int c = 0; c < 3; c++) {
+        const call_t *k = tc.rank == tc.size - 1 ? &cases[c].odd : &cases[c].mine;
+        xcoll_args_t a;
+        int declined = -1;
+        xcoll_status_t st;
+        char what[160];
+        memset(&a, 0, sizeof(a));
+        a.coll = k->kind == ALLREDUCE ? XCOLL_COLL_ALLREDUCE
+                 : k->kind == BCAST   ? XCOLL_COLL_BCAST
+                                      : XCOLL_COLL_BARRIER;
+        a.count = k->count, a.dtype = k->dtype, a.op = k->op, a.root = k->root;
+        TC_EXPECT(XCOLL_OK, xcoll_declines(comm, &a, &declined));
+        st = declined ? XCOLL_DECLINED : call(k, 0);
+        snprintf(what, sizeof(what), "%s after xcoll_declines", cases[c].name);
+        /* a call handed back to MPI is MPI's to check */
+        if (!declined)
+            expect_all(what, st, cases[c].want);
+        still_works(what);
+    }
+    TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
+    comm = saved;
+}
+
+/* Every rank must agree on the check: one rank with it on and the others
+ * off would take its stamps for data. Creation fails on every rank. */
+static void disagreeing(xcoll_config_t cfg)
+{
+    xcoll_comm_t c = NULL;
+    cfg.check = tc.rank == 0;
+    expect_all("creating with the check on rank 0 only",
+               xcoll_comm_create_mpi(MPI_COMM_WORLD, &cfg, &c),
+               tc.size == 1 ? XCOLL_OK : XCOLL_ERR_INVALID_ARG);
+    if (c != NULL)
+        TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(c));
+}
+
 int main(int argc, char **argv)
 {
     xcoll_config_t cfg;
@@ -187,6 +231,9 @@ int main(int argc, char **argv)
             }
     legal_vcalls();
     still_works("the v-variants");
+    if (tc.size > 1)
+        with_declines(cfg);
+    disagreeing(cfg);
     TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
     return tc_finish();
 }
