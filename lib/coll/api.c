@@ -748,8 +748,6 @@ static xcoll_status_t own_count_matches(const char *what, const char *scalar, si
     return XCOLL_ERR_INVALID_ARG;
 }
 
-/* What every v-variant call shares: its vectors copied for the cache
- * (v[0..nv)), the rest of c filled in, the post. */
 /* An out-of-place alltoallv's shape: per block, whether each side is a
  * message longer than XC_ACK_ABOVE_BYTES (which gets an ack). Its
  * schedule serves every call of the shape (pairwise.c; empty blocks are
@@ -773,6 +771,9 @@ static xcoll_status_t shape_take(call_t *c, size_t *small, int size, size_t dsiz
     return XCOLL_OK;
 }
 
+/* What every v-variant call shares: its vectors copied for the cache
+ * (v[0..nv)), the rest of c filled in, the post; an out-of-place
+ * alltoallv tries its shape first. */
 static xcoll_status_t post_vcall(xcoll_comm_t comm, call_t *c, const xcoll_args_t *g,
                                  xc_coll_t coll, const char *what, size_t count,
                                  const size_t *const *v, int nv, xcoll_request_t *req)

@@ -159,12 +159,6 @@ static void reduce_operands(const xc_sched_t *s, const xc_step_t *st, void *dst,
         xc_reduce(dst, a, b, count, s->dtype, s->op);
 }
 
-/* The local part of a step: all of a local step, the reduction after a
- * receive. */
-/* The call check's verdict: the stamps every rank sent (block i from rank
- * (rank + i) % P) against this rank's. The peers' blocks are untrusted
- * text: printed only up to their length. Every rank holds every stamp, so
- * every rank fails alike and says which ranks called what. */
 /* A peer's stamp for the log: printable, whatever it sent. */
 static const char *printable(const char *stamp, char *out)
 {
@@ -175,6 +169,10 @@ static const char *printable(const char *stamp, char *out)
     return out;
 }
 
+/* The call check's verdict: the stamps every rank sent (block i from rank
+ * (rank + i) % P) against this rank's. The peers' blocks are untrusted
+ * text: printed only up to their length. Every rank holds every stamp, so
+ * every rank fails alike and says which ranks called what. */
 static xcoll_status_t check_stamps(const xc_exec_t *x, const char *blocks)
 {
     const xc_sched_t *s = x->sched;
@@ -198,6 +196,8 @@ static xcoll_status_t check_stamps(const xc_exec_t *x, const char *blocks)
     return XCOLL_ERR_MISMATCH;
 }
 
+/* The local part of a step: all of a local step, the reduction after a
+ * receive. */
 static xcoll_status_t run_local(xc_exec_t *x, const xc_step_t *st)
 {
     const xc_sched_t *s = x->sched;
@@ -231,12 +231,8 @@ static xcoll_status_t run_local(xc_exec_t *x, const xc_step_t *st)
         return XCOLL_OK;
     case XC_STEP_STAMP:
     case XC_STEP_CHECK: {
+        /* in scratch, which is host memory in a checked exec (exec_use_gpu) */
         char *at = addr(x, st->kind == XC_STEP_STAMP ? st->dst : st->a);
-        if (xc_mem_on_device((xc_memtype_t)x->mem[XC_BUF_TMP])) {
-            xc_error("%s: the call check (XCOLL_CHECK) needs host scratch; a transport that "
-                     "takes device memory keeps it on the device", s->algo);
-            return XCOLL_ERR_UNSUPPORTED;
-        }
         if (at == NULL)
             break;
         if (st->kind == XC_STEP_STAMP) {

@@ -1532,6 +1532,14 @@ static int shm_arm(void *tl_comm, xc_wait_t *w)
     return 0;
 }
 
+/* Where no sleep until woken is possible: a nap as brief as a poll of
+ * every ring costs. */
+static void nap_briefly(void)
+{
+    struct timespec ts = { 0, 20000 };
+    nanosleep(&ts, NULL);
+}
+
 /* A futex wait that failed this way still did its job: woken meanwhile,
  * timed out, or interrupted (or its word was unmapped: a communicator
  * destroyed meanwhile). */
@@ -1581,13 +1589,11 @@ static void shm_sleep(const xc_wait_t *w, unsigned max_us)
                        : wait_many(w, &ts))
         return;
     /* refused (an old kernel, a sandbox): from now on arming declines;
-     * this once, nap as briefly as a poll of every ring costs */
+     * this once, nap */
     __atomic_store_n(w->nwords == 1 ? &g_no_futex : &g_no_waitv, 1, __ATOMIC_RELAXED);
     xc_info("shared memory: %s refused (%s): waits nap instead of sleeping until woken",
             w->nwords == 1 ? "futex" : "futex_waitv", strerror(errno));
-    ts.tv_sec = 0;
-    ts.tv_nsec = 20000;
-    nanosleep(&ts, NULL);
+    nap_briefly();
 }
 
 static void shm_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
@@ -1628,8 +1634,7 @@ static void shm_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
     }
     armed = shm_arm(c, &w);
     if (armed < 0) {
-        struct timespec nap = { 0, 20000 }; /* past what one sleep can watch */
-        nanosleep(&nap, NULL);
+        nap_briefly(); /* more communicators than one sleep can watch, or refused */
     } else if (armed == 0) {
         shm_sleep(&w, max_wait_us);
         shm_disarm();
