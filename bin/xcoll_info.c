@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "xcoll.h"
+#include "tool_util.h"
 
 #define MAX_RANK_COUNTS 16
 
@@ -71,13 +72,11 @@ int main(int argc, char **argv)
             return 0;
         }
         if (strcmp(argv[i], "-n") == 0 && i + 1 < argc && nranks < MAX_RANK_COUNTS) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end != '\0' || v < 1 || v > 1 << 20) {
+            if (tool_parse_int(argv[++i], 1, 1 << 20, &ranks[nranks]) != 0) {
                 fprintf(stderr, "xcoll-info: -n %s: expected a rank count >= 1\n", argv[i]);
                 return 2;
             }
-            ranks[nranks++] = (int)v;
+            nranks++;
             continue;
         }
         usage(stderr);

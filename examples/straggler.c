@@ -20,9 +20,11 @@
  * Part 2: the straggler stalls for 1.5 s, longer than the communicator's
  * timeout (0.5 s here, XCOLL_TIMEOUT in real jobs). The others' allreduce
  * then fails with XCOLL_ERR_TIMEOUT instead of hanging, and xcoll's log
- * (stderr) names the rank each one was waiting for when it gave up (here
- * the straggler itself; in a tree or ring, often a neighbour that waits
- * for it in turn). The straggler may even succeed, late: the others' data
+ * (stderr) names the rank each one was waiting for when it gave up (in a
+ * tree or ring, often a neighbour that waits for the straggler in turn);
+ * then the ranks that timed out ask each other where they are, and each
+ * ends with the cause: "allreduce seq 0 (comm 2) timed out: rank 2 never
+ * entered it". The straggler may even succeed, late: the others' data
  * had reached it before they gave up. The communicator is failed on the
  * ranks that timed out, so every rank destroys it. The
  * program checks that it named the right rank in part 1 and that the

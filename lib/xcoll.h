@@ -121,8 +121,12 @@ typedef enum {
 
 /* Options for a communicator. Always start from xcoll_config_init(). */
 typedef struct {
-    /* Seconds a collective may wait before it fails with XCOLL_ERR_TIMEOUT;
-     * 0 waits forever. Default: the XCOLL_TIMEOUT environment variable, else 0. */
+    /* Seconds a collective may wait without progress before it fails with
+     * XCOLL_ERR_TIMEOUT; 0 waits forever. It then asks the other ranks where
+     * they are, for a quarter of the timeout (0.2 to 2 s), and logs the
+     * cause ("allreduce seq 100 (comm 1) timed out: rank 2 never entered
+     * it") before it returns. A point-to-point call fails at once. Default:
+     * the XCOLL_TIMEOUT environment variable, else 0. */
     double timeout_s;
     /* Default: the XCOLL_MEMORY environment variable (auto, host or cuda),
      * else XCOLL_MEMORY_AUTO. XCOLL_MEMORY_CUDA without a usable CUDA
@@ -500,8 +504,10 @@ xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *
  * A send matches the recv on peer with the same tag (0 <= tag <
  * XCOLL_TAG_LIMIT); messages between one pair with one tag arrive in the
  * order sent. The receive count must equal the send count
- * (XCOLL_ERR_TRUNCATED otherwise). Never matches a collective's traffic. */
-#define XCOLL_TAG_LIMIT (1 << 28)
+ * (XCOLL_ERR_TRUNCATED otherwise). Never matches a collective's traffic.
+ * (The tag field has 28 bits; its top value is xcoll's own: after a
+ * timeout the ranks exchange where they are under it.) */
+#define XCOLL_TAG_LIMIT ((1 << 28) - 1)
 xcoll_status_t xcoll_send(const void *buf, size_t count, xcoll_dtype_t dtype, int peer,
                           int tag, xcoll_comm_t comm, void *stream);
 xcoll_status_t xcoll_isend(const void *buf, size_t count, xcoll_dtype_t dtype, int peer,

@@ -22,6 +22,8 @@ run_check() {
 XCOLL_PACKAGES="$XCOLL_PACKAGES mpich libmpich-dev"
 # PyTorch (CPU) for the torch.distributed backend and its tests
 XCOLL_PACKAGES="$XCOLL_PACKAGES python3-torch libtorch-dev python3-numpy pybind11-dev"
+# xmllint: test/sim/test_trace.sh checks that xcoll-trace's SVGs are well-formed
+XCOLL_PACKAGES="$XCOLL_PACKAGES libxml2-utils"
 install_packages
 generate
 

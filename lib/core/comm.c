@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "census.h"
 #include "comm.h"
 #include "log.h"
 #include "pool.h"
@@ -252,6 +253,7 @@ xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
     for (i = 0; i < XC_SCHED_CACHE_SIZE; i++)
         if (comm->cache[i] != NULL)
             xc_sched_release(comm->cache[i]);
+    xc_census_free(comm);
     comm->tl->comm_fini(comm->tl_comm);
     xc_topo_free(comm->topo);
     xc_tune_free(comm->tune);

@@ -35,6 +35,8 @@ struct xcoll_comm_s {
     int failed;             /* a collective failed: seq numbers may disagree now */
     int fallback;           /* the caller runs calls the table gives to "mpi" */
     int check;              /* collectives compare their calls first (XCOLL_CHECK) */
+    const char *entered_what; /* the collective of sequence number seq - 1 */
+    struct xc_census *census; /* after a timeout: where the ranks are (census.c) */
     const xc_transport_t *tl;
     void *tl_comm;
     unsigned outstanding;   /* requests not yet freed */
@@ -57,7 +59,10 @@ struct xcoll_request_s {
     xc_exec_t exec;
     const char *what;       /* "allreduce", ... for logs */
     double last_moved;      /* when a step last completed or started */
+    double waiting_since;   /* the first idle check after posting: about when
+                             * a stuck collective began to wait (census.c) */
     int done;
+    int in_census;          /* timed out; fails when the census (census.c) is in */
     xcoll_status_t status;
     /* a move within RECV after completion, from post_src to its start
      * (reduce_scatter in place, MPI layout) */

@@ -1055,6 +1055,27 @@ void xc_exec_log_pending(const xc_exec_t *x, const char *what)
     }
 }
 
+unsigned xc_exec_pending_peers(const xc_exec_t *x, int *peers, unsigned max)
+{
+    const xc_exec_work_t *w;
+    unsigned n = 0, k;
+    uint32_t r;
+    if (x->state_mem == NULL)
+        return 0;
+    w = work_of(x);
+    for (r = 0; r < w->nrunning && n < max; r++) {
+        const xc_step_t *st = &x->sched->steps[w->running[r]];
+        if (st->kind != XC_STEP_SEND && st->kind != XC_STEP_RECV &&
+            st->kind != XC_STEP_RECV_REDUCE)
+            continue;
+        for (k = 0; k < n && peers[k] != st->peer; k++)
+            ;
+        if (k == n)
+            peers[n++] = st->peer;
+    }
+    return n;
+}
+
 void xc_exec_cancel(xc_exec_t *x)
 {
     xc_exec_work_t *w;

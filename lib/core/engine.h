@@ -91,6 +91,11 @@ xcoll_status_t xc_exec_progress(xc_exec_t *x, int *progressed);
  * which step, what kind. Used when a timeout expires. */
 void xc_exec_log_pending(const xc_exec_t *x, const char *what);
 
+/* The peers of the messages in flight (sends not yet taken, receives not
+ * yet arrived), each once, at most max of them: whom this rank waits for.
+ * The timeout's census (census.c) tells the other ranks. */
+unsigned xc_exec_pending_peers(const xc_exec_t *x, int *peers, unsigned max);
+
 /* Abandons every operation in flight. */
 void xc_exec_cancel(xc_exec_t *x);
 

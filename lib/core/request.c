@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "census.h"
 #include "comm.h"
 #include "log.h"
 #include "pool.h"
@@ -94,10 +95,14 @@ static void complete(struct xcoll_request_s *r, xcoll_status_t status)
         xc_gpu_flag_release(r->hold_flag, r->hold_value);
         r->hold_flag = NULL;
     }
-    if (status != XCOLL_OK && status != XCOLL_ERR_MISMATCH && !r->exec.is_p2p)
+    if (status != XCOLL_OK && status != XCOLL_ERR_MISMATCH && !r->exec.is_p2p) {
         /* the ranks no longer agree on sequence numbers (a mismatch fails
          * every rank at its check, before any data moved: they still do) */
         r->comm->failed = 1;
+        /* peers that time out waiting for this rank learn why it left */
+        if (status != XCOLL_ERR_TIMEOUT)
+            xc_census_announce(r->comm, &r->exec, r->what, status);
+    }
     if (threaded)
         pthread_cond_broadcast(&finished);
     if (r->notify_fn != NULL)
@@ -108,7 +113,15 @@ static void complete(struct xcoll_request_s *r, xcoll_status_t status)
 static int progress_one(struct xcoll_request_s *r)
 {
     int moved = 0;
-    xcoll_status_t rc = xc_exec_progress(&r->exec, &moved);
+    xcoll_status_t rc;
+    if (r->in_census) {
+        /* timed out: its exec is cancelled, the census decides when it fails */
+        if (!xc_census_progress(r->comm, xc_now()))
+            return 0;
+        complete(r, XCOLL_ERR_TIMEOUT);
+        return 1;
+    }
+    rc = xc_exec_progress(&r->exec, &moved);
     if (moved)
         r->last_moved = 0; /* stamped by the next idle check: see check_timeout */
     if (rc != XCOLL_INPROGRESS) {
@@ -208,6 +221,9 @@ xcoll_status_t xc_request_post(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     xc_exec_device_t dev;
     int on_gpu = 0;
 
+    if (p2p_tag < 0)
+        comm->entered_what = what; /* a census may ask (census.c) */
+
     /* a side with a layout is the caller's to reach: asked about where it
      * says its memory is */
     rc = locate_buffers(comm, what,
@@ -272,7 +288,9 @@ static xcoll_status_t activate(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     r->post_bytes = bufs->post_bytes;
     r->status = XCOLL_INPROGRESS;
     r->done = 0;
+    r->in_census = 0;
     r->last_moved = 0;
+    r->waiting_since = 0;
     r->notify_fn = NULL;
     r->notify_arg = NULL;
     r->next_active = active_head;
@@ -294,13 +312,19 @@ static xcoll_status_t activate(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
  * Progress does not read the clock (clock_gettime costs ~50 ns here, a
  * small collective ~600 ns): it sets last_moved to 0, and the first idle
  * check after that stamps the time, so the timeout counts from at most one
- * check interval after the last progress. */
+ * check interval after the last progress. A collective then asks the
+ * other ranks where they are (census.c) and fails when they answered or
+ * the census window closed; returns 1 once r has completed. */
 static int check_timeout(struct xcoll_request_s *r, double now)
 {
     char what[96];
     double t = r->comm->timeout_s;
+    if (r->in_census)
+        return 0;
     if (r->last_moved == 0) {
         r->last_moved = now;
+        if (r->waiting_since == 0)
+            r->waiting_since = now;
         return 0;
     }
     if (r->done || t <= 0 || now - r->last_moved < t)
@@ -313,6 +337,14 @@ static int check_timeout(struct xcoll_request_s *r, double now)
                  r->exec.seq, r->comm->id, now - r->last_moved);
     xc_error("%s without progress; waiting on:", what);
     xc_exec_log_pending(&r->exec, what);
+    /* one census per communicator: a second timeout there (another
+     * outstanding call) fails at once, the first one's verdict stands */
+    if (!r->exec.is_p2p && r->comm->census == NULL &&
+        xc_census_start(r->comm, &r->exec, r->what, r->waiting_since, now) == XCOLL_OK) {
+        xc_exec_cancel(&r->exec);
+        r->in_census = 1;
+        return 0;
+    }
     xc_exec_cancel(&r->exec);
     complete(r, XCOLL_ERR_TIMEOUT);
     return 1;

@@ -11,7 +11,9 @@
  *                          collective (12 bits, wraps; UCX keeps order per
  *                          sender and tag and the engine posts in step
  *                          order, so a wrap is still matched right)
- *   point-to-point: bits 27-0 user tag
+ *   point-to-point: bits 27-0 user tag; the top value, XC_TAG_USER_CENSUS,
+ *                is not the user's (XCOLL_TAG_LIMIT stops below it): the
+ *                census that follows a timeout (census.c) travels there
  */
 #ifndef XC_TAG_H
 #define XC_TAG_H
@@ -27,6 +29,7 @@
 #define XC_MAX_COMM_ID     ((1u << XC_TAG_COMM_BITS) - 1)
 #define XC_MAX_RANKS       (1u << XC_TAG_RANK_BITS)
 #define XC_TAG_MASK_ALL    (~(uint64_t)0)
+#define XC_TAG_USER_CENSUS ((1u << XC_TAG_USER_BITS) - 1)
 
 static inline uint64_t xc_tag_coll(uint32_t comm_id, uint32_t src, uint32_t seq, uint32_t slot)
 {

@@ -354,6 +354,16 @@ label=
 for np in 3 4; do
     run_timeout $np
 done
+# The census after a timeout: every rank names the one that never came
+# (each rank checks its own log); over UCX alone too.
+for np in 3 4 5; do
+    run test_census $np
+done
+export XCOLL_SHM=0
+label=.ucx
+run test_census 4
+unset XCOLL_SHM
+label=
 # The progress thread: completion without the caller, threads posting at
 # once; then the suite's collectives, nonblocking calls, v-variants and the
 # timeout with every communicator asking for it.
@@ -366,6 +376,7 @@ run test_coll 3 --quick
 run test_nonblocking 4
 run test_vcoll 3 --quick
 run_timeout 3
+run test_census 4
 unset XCOLL_PROGRESS_THREAD
 label=
 # The call check (XCOLL_CHECK): mismatched calls fail on every rank, the
@@ -392,9 +403,11 @@ for np in 2 3 4; do
     run examples/barrier $np
 done
 run examples/overlap 2
-# (these two wait out a timeout on purpose: 0.5 s and 2 s)
+# (these wait out a timeout on purpose: 0.5 s, 2 s and 1 s)
 run examples/straggler 3
 run examples/straggler 4
+run examples/mismatch 3
+run examples/mismatch 4
 run examples/send_recv 3
 # Device buffers. On the emulated GPU (device memory the CPU cannot touch,
 # GPU work that runs late) everywhere; on a real device when there is one,

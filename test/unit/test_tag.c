@@ -32,8 +32,12 @@ static void test_layout(void)
           "collective fields do not fill 64 bits");
     check(1 + XC_TAG_COMM_BITS + XC_TAG_RANK_BITS + XC_TAG_USER_BITS == 64,
           "point-to-point fields do not fill 64 bits");
-    check((1ull << XC_TAG_USER_BITS) == (unsigned long long)XCOLL_TAG_LIMIT,
-          "XCOLL_TAG_LIMIT (%d) does not match the user tag field", XCOLL_TAG_LIMIT);
+    /* every user tag fits the field, and the one value above them all is
+     * the census's: a user's message can never match it */
+    check((1ull << XC_TAG_USER_BITS) == (unsigned long long)XCOLL_TAG_LIMIT + 1,
+          "XCOLL_TAG_LIMIT (%d) does not leave exactly the top user tag free", XCOLL_TAG_LIMIT);
+    check(XC_TAG_USER_CENSUS == (uint32_t)XCOLL_TAG_LIMIT,
+          "the census tag %u is not the value just above the user's", XC_TAG_USER_CENSUS);
     check(XC_TAG_MASK_ALL == UINT64_MAX, "XC_TAG_MASK_ALL is not all ones");
 
     /* Each field at its maximum alone: the masks are disjoint and together
