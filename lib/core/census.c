@@ -7,11 +7,13 @@
  * does the same: it sends every peer one small message (how many
  * collectives it entered, the last one's name, the one it is stuck in and
  * the peers that one waits for) under the tag reserved for it
- * (XC_TAG_USER_CENSUS), and receives theirs for a short window. Peers
- * stuck in the same collective time out within a few milliseconds of
- * each other (they stopped moving together), so the window is a fraction
- * of the timeout. A rank outside xcoll (computing, stalled, dead) does not
- * answer; one behind answers with an older sequence number.
+ * (XC_TAG_USER_CENSUS), and receives theirs for a short window, a
+ * fraction of the timeout. A rank that has waited a quarter of its own
+ * timeout already listens, and answers as soon as a peer's message comes
+ * (xc_census_listen): a rank that came late is then counted as in the
+ * collective, though its own timeout is still far off. A rank outside
+ * xcoll (computing, stalled, dead) does not answer; one behind answers
+ * with an older sequence number.
  *
  * From the answers every rank writes the same verdict: "rank 2 never
  * entered allreduce seq 100" when rank 2 is silent and someone waits for
@@ -54,10 +56,15 @@ typedef struct {
 _Static_assert(sizeof(xc_census_msg_t) == 120, "census message layout changed");
 
 struct xc_census {
-    xc_census_msg_t *mine;       /* apart: it may outlive the rest (xc_census_free) */
+    xc_census_msg_t *mine;       /* what the peers get; apart: it may outlive the rest
+                                  * (xc_census_free) */
+    xc_census_msg_t self;        /* this rank's state when it timed out: the report's */
     xc_census_msg_t *theirs;     /* per rank */
     void **sreq, **rreq;         /* per rank: transport requests */
     uint8_t *got;                /* per rank: 1 answered, 2 garbage */
+    int listening;               /* receives posted */
+    int sent;                    /* this rank's message went out (once) */
+    int asking;                  /* this rank timed out: collecting, then the verdict */
     double started, deadline;
     int done;
 };
@@ -107,14 +114,10 @@ static int64_t realtime_ns(double mono)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - (int64_t)((xc_now() - mono) * 1e9);
 }
 
-/* This rank's message about collective x (what, seq x->seq) that ended
- * with status after waiting since `since`; NULL without memory. */
-static struct xc_census *make(xcoll_comm_t comm, const xc_exec_t *x, const char *what,
-                              xcoll_status_t status, double since, double now)
+/* The census's memory for comm, nothing posted yet; NULL without memory. */
+static struct xc_census *make(xcoll_comm_t comm)
 {
     struct xc_census *c = calloc(1, sizeof(*c));
-    int pending[XC_CENSUS_PEERS];
-    unsigned n, i;
     if (c == NULL)
         return NULL;
     c->mine = calloc(1, sizeof(*c->mine));
@@ -127,49 +130,107 @@ static struct xc_census *make(xcoll_comm_t comm, const xc_exec_t *x, const char 
         free_census(c);
         return NULL;
     }
-    n = xc_exec_pending_peers(x, pending, XC_CENSUS_PEERS);
-    c->mine->magic = XC_CENSUS_MAGIC;
-    c->mine->rank = (uint32_t)comm->rank;
-    c->mine->entered = comm->seq;
-    c->mine->stuck_seq = x->seq;
-    c->mine->status = (int32_t)status;
-    c->mine->npending = n;
-    for (i = 0; i < n; i++)
-        c->mine->pending[i] = pending[i];
-    c->mine->since_ns = realtime_ns(since > 0 ? since : now);
-    c->mine->gave_up_ns = realtime_ns(now);
-    set_name(c->mine->entered_what, comm->entered_what);
-    set_name(c->mine->stuck_what, what);
-    c->started = now;
-    c->deadline = now + window_s(comm->timeout_s);
     return c;
 }
 
-/* Sends every peer this rank's message and, if `ask`, posts a receive for
- * each of theirs. */
-static void post(xcoll_comm_t comm, struct xc_census *c, int ask)
+/* This rank's message: collective x (what, seq x->seq), in state status
+ * (XCOLL_INPROGRESS: still waiting) after waiting since `since`. */
+static void fill(xcoll_comm_t comm, xc_census_msg_t *m, const xc_exec_t *x, const char *what,
+                 xcoll_status_t status, double since, double now)
+{
+    int pending[XC_CENSUS_PEERS];
+    unsigned n = xc_exec_pending_peers(x, pending, XC_CENSUS_PEERS), i;
+    memset(m, 0, sizeof(*m));
+    m->magic = XC_CENSUS_MAGIC;
+    m->rank = (uint32_t)comm->rank;
+    m->entered = comm->seq;
+    m->stuck_seq = x->seq;
+    m->status = (int32_t)status;
+    m->npending = n;
+    for (i = 0; i < n; i++)
+        m->pending[i] = pending[i];
+    m->since_ns = realtime_ns(since > 0 ? since : now);
+    m->gave_up_ns = realtime_ns(now);
+    set_name(m->entered_what, comm->entered_what);
+    set_name(m->stuck_what, what);
+}
+
+/* Posts a receive for every peer's message. */
+static void listen_all(xcoll_comm_t comm, struct xc_census *c)
 {
     int p;
     for (p = 0; p < comm->size; p++) {
-        xcoll_status_t rc;
         if (p == comm->rank)
             continue;
-        if (ask) {
-            rc = comm->tl->irecv(comm->tl_comm, p,
-                                 xc_tag_p2p(comm->id, (uint32_t)p, XC_TAG_USER_CENSUS),
-                                 &c->theirs[p], sizeof(c->theirs[p]), &c->rreq[p]);
-            if (rc != XCOLL_OK) {
-                c->got[p] = 2;
-                c->rreq[p] = NULL;
-            } else if (c->rreq[p] == NULL) {
-                c->got[p] = 1; /* it was already here */
-            }
+        if (comm->tl->irecv(comm->tl_comm, p, xc_tag_p2p(comm->id, (uint32_t)p, XC_TAG_USER_CENSUS),
+                            &c->theirs[p], sizeof(c->theirs[p]), &c->rreq[p]) != XCOLL_OK) {
+            c->got[p] = 2;
+            c->rreq[p] = NULL;
+        } else if (c->rreq[p] == NULL) {
+            c->got[p] = 1; /* it was already here */
         }
-        rc = comm->tl->isend(comm->tl_comm, p,
-                             xc_tag_p2p(comm->id, (uint32_t)comm->rank, XC_TAG_USER_CENSUS),
-                             c->mine, sizeof(*c->mine), &c->sreq[p]);
-        if (rc != XCOLL_OK)
+    }
+    c->listening = 1;
+}
+
+/* Sends every peer this rank's message (once per communicator). */
+static void send_all(xcoll_comm_t comm, struct xc_census *c)
+{
+    int p;
+    for (p = 0; p < comm->size; p++) {
+        if (p == comm->rank)
+            continue;
+        if (comm->tl->isend(comm->tl_comm, p,
+                            xc_tag_p2p(comm->id, (uint32_t)comm->rank, XC_TAG_USER_CENSUS),
+                            c->mine, sizeof(*c->mine), &c->sreq[p]) != XCOLL_OK)
             c->sreq[p] = NULL; /* a peer gone: its silence says the rest */
+    }
+    c->sent = 1;
+}
+
+/* Collects what arrived; returns how many receives are still open. */
+static int collect(xcoll_comm_t comm, struct xc_census *c)
+{
+    int p, open = 0;
+    for (p = 0; p < comm->size; p++) {
+        xcoll_status_t rc;
+        if (p == comm->rank || c->rreq[p] == NULL)
+            continue;
+        rc = comm->tl->test(comm->tl_comm, c->rreq[p]);
+        if (rc == XCOLL_INPROGRESS) {
+            open++;
+            continue;
+        }
+        c->rreq[p] = NULL;
+        c->got[p] = rc == XCOLL_OK ? 1 : 2;
+    }
+    return open;
+}
+
+/* The census of comm, made on first use; NULL without memory. */
+static struct xc_census *census_of(xcoll_comm_t comm)
+{
+    if (comm->census == NULL)
+        comm->census = make(comm);
+    return comm->census;
+}
+
+void xc_census_listen(xcoll_comm_t comm, const xc_exec_t *x, const char *what, double since,
+                      double now)
+{
+    struct xc_census *c;
+    int p, asked = 0;
+    if (comm->size < 2 || (c = census_of(comm)) == NULL || c->sent)
+        return;
+    if (!c->listening)
+        listen_all(comm, c);
+    collect(comm, c);
+    for (p = 0; p < comm->size; p++)
+        asked |= p != comm->rank && c->got[p] == 1;
+    if (asked) {
+        /* a peer gave up and asks: say where this rank is, still waiting */
+        fill(comm, c->mine, x, what, XCOLL_INPROGRESS, since, now);
+        send_all(comm, c);
     }
 }
 
@@ -177,13 +238,23 @@ xcoll_status_t xc_census_start(xcoll_comm_t comm, const xc_exec_t *x, const char
                                double since, double now)
 {
     struct xc_census *c;
-    if (comm->census != NULL || comm->size < 2)
+    if (comm->size < 2 || (comm->census != NULL && (comm->census->asking || comm->census->done)))
         return XCOLL_ERR_INVALID_ARG; /* one census per communicator */
-    c = make(comm, x, what, XCOLL_ERR_TIMEOUT, since, now);
+    c = census_of(comm);
     if (c == NULL)
         return XCOLL_ERR_NO_MEMORY;
-    comm->census = c;
-    post(comm, c, 1);
+    if (!c->listening)
+        listen_all(comm, c);
+    fill(comm, &c->self, x, what, XCOLL_ERR_TIMEOUT, since, now);
+    /* a rank that answered already ("waiting in it") keeps that answer:
+     * one message a peer, and the transport may still hold it */
+    if (!c->sent) {
+        *c->mine = c->self;
+        send_all(comm, c);
+    }
+    c->asking = 1;
+    c->started = now;
+    c->deadline = now + window_s(comm->timeout_s);
     xc_error("%s (seq %u, comm %u): asking the other %d ranks where they are (for %.1f s)", what,
              x->seq, comm->id, comm->size - 1, c->deadline - now);
     return XCOLL_OK;
@@ -194,15 +265,12 @@ void xc_census_announce(xcoll_comm_t comm, const xc_exec_t *x, const char *what,
 {
     struct xc_census *c;
     double now;
-    if (comm->census != NULL || comm->size < 2)
-        return;
+    if (comm->size < 2 || (c = census_of(comm)) == NULL || c->sent)
+        return; /* without memory the peers will say this rank did not answer */
     now = xc_now();
-    c = make(comm, x, what, status, now, now);
-    if (c == NULL)
-        return; /* the peers will say this rank did not answer */
+    fill(comm, c->mine, x, what, status, now, now);
+    send_all(comm, c);
     c->done = 1;
-    comm->census = c;
-    post(comm, c, 0);
 }
 
 /* "2", "0-1,3": a set of ranks, short. */
@@ -253,6 +321,8 @@ static int valid_answer(xcoll_comm_t comm, xc_census_msg_t *m, int p)
 /* What the census learnt of one rank. */
 enum {
     K_SAME,          /* in it too, timed out waiting */
+    K_WAITING,       /* in it, still waiting when it answered */
+    K_EARLIER,       /* entered it, but stuck in an earlier one (nonblocking) */
     K_GAVE_UP_EARLY, /* in it, and gave up before this rank began to wait */
     K_AHEAD,         /* finished it; stuck or failed in a later one */
     K_NEVER,         /* never entered it: answered from an earlier one */
@@ -267,17 +337,27 @@ enum {
  * this rank began" must exceed: NTP keeps nodes within a few. */
 #define XC_CENSUS_SKEW_NS 20000000
 
+/* Sequence numbers in the order they were taken, across a wrap of 2^32. */
+static int seq_before(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) < 0;
+}
+
 static int kind_of(const struct xc_census *c, int p, const uint8_t *awaited)
 {
-    const xc_census_msg_t *m = &c->theirs[p], *me = c->mine;
+    const xc_census_msg_t *m = &c->theirs[p], *me = &c->self;
     if (c->got[p] != 1)
         return awaited[p] ? K_NEVER_SILENT : K_SILENT;
-    if (m->entered <= me->stuck_seq)
+    if (!seq_before(me->stuck_seq, m->entered))
         return K_NEVER;
-    if (m->stuck_seq != me->stuck_seq)
+    if (seq_before(me->stuck_seq, m->stuck_seq))
         return K_AHEAD;
+    if (seq_before(m->stuck_seq, me->stuck_seq))
+        return K_EARLIER;
     if (strcmp(m->stuck_what, me->stuck_what) != 0)
         return K_OTHER;
+    if (m->status == XCOLL_INPROGRESS)
+        return K_WAITING;
     if (m->status != XCOLL_ERR_TIMEOUT)
         return K_FAILED;
     if (m->gave_up_ns + XC_CENSUS_SKEW_NS < me->since_ns)
@@ -295,8 +375,8 @@ static const char *status_name(int32_t st)
 static void report(xcoll_comm_t comm, struct xc_census *c, double now)
 {
     const int P = comm->size, me = comm->rank;
-    const uint32_t S = c->mine->stuck_seq;
-    const char *W = c->mine->stuck_what;
+    const uint32_t S = c->self.stuck_seq;
+    const char *W = c->self.stuck_what;
     uint8_t *awaited = calloc((size_t)P, 1), *kind = calloc((size_t)P, 1);
     uint8_t *set = calloc((size_t)P, 1);
     char list[256];
@@ -309,10 +389,10 @@ static void report(xcoll_comm_t comm, struct xc_census *c, double now)
     /* whose data is awaited: this rank's steps in flight, and those of
      * every rank stuck in this collective or an earlier one (a rank that
      * owes data in an earlier one cannot have come to this one) */
-    for (i = 0; i < c->mine->npending; i++)
-        awaited[c->mine->pending[i]] = 1;
+    for (i = 0; i < c->self.npending; i++)
+        awaited[c->self.pending[i]] = 1;
     for (p = 0; p < P; p++)
-        if (p != me && c->got[p] == 1 && c->theirs[p].stuck_seq <= S)
+        if (p != me && c->got[p] == 1 && !seq_before(S, c->theirs[p].stuck_seq))
             for (i = 0; i < c->theirs[p].npending; i++)
                 awaited[c->theirs[p].pending[i]] = 1;
     for (p = 0; p < P; p++) {
@@ -320,8 +400,8 @@ static void report(xcoll_comm_t comm, struct xc_census *c, double now)
         kind[p] = p == me ? K_SAME : (uint8_t)kind_of(c, p, awaited);
         n[kind[p]]++;
     }
-    xc_error("%s seq %u: %d of %d other ranks answered in %.2f s", W, S, answered, P - 1,
-             now - c->started);
+    xc_error("%s seq %u: %d of %d other ranks of comm %u answered in %.2f s (ranks below are "
+             "the communicator's)", W, S, answered, P - 1, comm->id, now - c->started);
     /* one line per rank that explains the hang, one per group otherwise */
     for (p = 0; p < P; p++) {
         const xc_census_msg_t *m = &c->theirs[p];
@@ -356,6 +436,8 @@ static void report(xcoll_comm_t comm, struct xc_census *c, double now)
     for (k = 0; k < K_COUNT; k++) {
         static const char *const says[K_COUNT] = {
             [K_SAME] = "in it and timed out waiting",
+            [K_WAITING] = "in it, still waiting (not timed out yet)",
+            [K_EARLIER] = "in it, and stuck in an earlier collective too",
             [K_GAVE_UP_EARLY] = "timed out in it before this rank began to wait",
             [K_AHEAD] = "past it (waiting in or failed in a later collective)",
             [K_SILENT] = "silent, and nobody waits for their data: they finished it and left "
@@ -374,7 +456,10 @@ static void report(xcoll_comm_t comm, struct xc_census *c, double now)
     rank_list(set, P, list, sizeof(list));
     if (n[K_GAVE_UP_EARLY] > 0) {
         xc_error("%s seq %u (comm %u) timed out: this rank (%d) came late; the others had "
-                 "given up on it already", W, S, comm->id, me);
+                 "given up on it already%s%s%s", W, S, comm->id, me,
+                 n[K_NEVER] + n[K_NEVER_SILENT] > 0 ? "; never entered it: " : "",
+                 n[K_NEVER] + n[K_NEVER_SILENT] > 0 ? (n[K_NEVER] + n[K_NEVER_SILENT] > 1 ? "ranks " : "rank ") : "",
+                 n[K_NEVER] + n[K_NEVER_SILENT] > 0 ? list : "");
     } else if (n[K_NEVER] + n[K_NEVER_SILENT] > 0 && n[K_OTHER] + n[K_FAILED] == 0) {
         xc_error("%s seq %u (comm %u) timed out: rank%s %s never entered it", W, S, comm->id,
                  n[K_NEVER] + n[K_NEVER_SILENT] > 1 ? "s" : "", list);
@@ -402,23 +487,16 @@ int xc_census_progress(xcoll_comm_t comm, double now)
     if (c == NULL || c->done)
         return 1;
     comm->tl->progress(comm->tl_comm);
-    for (p = 0; p < comm->size; p++) {
-        xcoll_status_t rc;
-        if (p == comm->rank || c->rreq[p] == NULL)
-            continue;
-        rc = comm->tl->test(comm->tl_comm, c->rreq[p]);
-        if (rc == XCOLL_INPROGRESS) {
-            missing++;
-            continue;
-        }
-        c->rreq[p] = NULL;
-        c->got[p] = rc == XCOLL_OK ? 1 : 2;
-    }
+    missing = collect(comm, c);
     if (missing > 0 && now < c->deadline)
         return 0;
     for (p = 0; p < comm->size; p++) {
         if (p == comm->rank)
             continue;
+        /* sends that arrived let go now: one still held keeps UCX polled
+         * on every round until the communicator is destroyed */
+        if (c->sreq[p] != NULL && comm->tl->test(comm->tl_comm, c->sreq[p]) != XCOLL_INPROGRESS)
+            c->sreq[p] = NULL;
         if (c->got[p] == 1 && !valid_answer(comm, &c->theirs[p], p))
             c->got[p] = 2;
         if (c->rreq[p] != NULL) {
@@ -434,10 +512,9 @@ int xc_census_progress(xcoll_comm_t comm, double now)
 void xc_census_free(xcoll_comm_t comm)
 {
     struct xc_census *c = comm->census;
-    int p;
+    int p, in_flight = 0;
     if (c == NULL)
         return;
-    int in_flight = 0;
     for (p = 0; p < comm->size; p++) {
         if (c->sreq[p] != NULL && comm->tl->test(comm->tl_comm, c->sreq[p]) == XCOLL_INPROGRESS) {
             comm->tl->cancel(comm->tl_comm, c->sreq[p]);

@@ -7,6 +7,15 @@
 #include "engine.h"
 #include "xcoll.h"
 
+/* While x, the collective `what`, has made no progress for a while (a
+ * quarter of the timeout): posts the receives for the peers' messages,
+ * and once a peer's has come (it timed out and asks), answers with this
+ * rank's state, still waiting. So a rank that entered late, and would
+ * time out after the asking rank's window closed, is counted as in it,
+ * not blamed. Cheap to call again: tests the receives. */
+void xc_census_listen(xcoll_comm_t comm, const xc_exec_t *x, const char *what, double since,
+                      double now);
+
 /* Starts the census for x, the collective `what` that timed out on comm
  * after waiting since `since` (xc_now's clock): sends every peer this
  * rank's state and posts receives for theirs. Call before x is cancelled

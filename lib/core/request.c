@@ -308,6 +308,17 @@ static xcoll_status_t activate(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     return XCOLL_OK;
 }
 
+/* The oldest unfinished collective on r's communicator (the active list
+ * is newest first); r itself if none is older. */
+static const struct xcoll_request_s *oldest_on(const struct xcoll_request_s *r)
+{
+    const struct xcoll_request_s *o = r, *q;
+    for (q = active_head; q != NULL; q = q->next_active)
+        if (q->comm == r->comm && !q->done && !q->exec.is_p2p)
+            o = q;
+    return o;
+}
+
 /* Gives up on r after its communicator's timeout with no progress.
  * Progress does not read the clock (clock_gettime costs ~50 ns here, a
  * small collective ~600 ns): it sets last_moved to 0, and the first idle
@@ -327,8 +338,14 @@ static int check_timeout(struct xcoll_request_s *r, double now)
             r->waiting_since = now;
         return 0;
     }
-    if (r->done || t <= 0 || now - r->last_moved < t)
+    if (r->done || t <= 0)
         return 0;
+    if (now - r->last_moved < t) {
+        /* stuck for a while: hear out (and answer) a peer that gave up */
+        if (!r->exec.is_p2p && now - r->last_moved >= t / 4)
+            xc_census_listen(r->comm, &r->exec, r->what, r->waiting_since, now);
+        return 0;
+    }
     if (r->exec.is_p2p)
         snprintf(what, sizeof(what), "%s (tag %u) timed out after %.1f s", r->what,
                  r->exec.user_tag, now - r->last_moved);
@@ -337,13 +354,17 @@ static int check_timeout(struct xcoll_request_s *r, double now)
                  r->exec.seq, r->comm->id, now - r->last_moved);
     xc_error("%s without progress; waiting on:", what);
     xc_exec_log_pending(&r->exec, what);
-    /* one census per communicator: a second timeout there (another
-     * outstanding call) fails at once, the first one's verdict stands */
-    if (!r->exec.is_p2p && r->comm->census == NULL &&
-        xc_census_start(r->comm, &r->exec, r->what, r->waiting_since, now) == XCOLL_OK) {
-        xc_exec_cancel(&r->exec);
-        r->in_census = 1;
-        return 0;
+    /* one census per communicator, about its oldest unfinished collective
+     * (the one the others are most likely stuck in); a second timeout
+     * there fails at once, the first one's verdict stands */
+    if (!r->exec.is_p2p) {
+        const struct xcoll_request_s *o = oldest_on(r);
+        r->comm->failed = 1; /* no new calls while the census runs */
+        if (xc_census_start(r->comm, &o->exec, o->what, o->waiting_since, now) == XCOLL_OK) {
+            xc_exec_cancel(&r->exec);
+            r->in_census = 1;
+            return 0;
+        }
     }
     xc_exec_cancel(&r->exec);
     complete(r, XCOLL_ERR_TIMEOUT);
