@@ -214,7 +214,8 @@ static int measure(const opts_t *o, const call_t *c, size_t bytes, block_t *xb, 
     if (failed)
         fprintf(stderr, "xcoll-perf r%d: %s of %zu elements failed: %s\n", rank,
                 colls[c->coll].name, c->count, xcoll_strerror(st));
-    if (st == XCOLL_ERR_TIMEOUT || st == XCOLL_ERR_TRANSPORT || st == XCOLL_ERR_COMM_FAILED) {
+    if (st == XCOLL_ERR_TIMEOUT || st == XCOLL_ERR_TRANSPORT || st == XCOLL_ERR_COMM_FAILED ||
+        st == XCOLL_ERR_PEER_LOST) {
         /* Only some ranks may have failed, and the others may be blocked
          * in MPI already: no collective can agree on stopping now. */
         fflush(stdout);

@@ -67,10 +67,14 @@ typedef enum {
     XCOLL_ERR_BOOTSTRAP      = -12, /* the bootstrap allgather failed */
     XCOLL_ERR_UNSUPPORTED    = -13, /* valid request this build cannot serve (e.g. CUDA stream without CUDA) */
     XCOLL_ERR_INTERNAL       = -14,
-    XCOLL_ERR_MISMATCH       = -15  /* with the call check on (xcoll_config_t.check): the ranks
+    XCOLL_ERR_MISMATCH       = -15, /* with the call check on (xcoll_config_t.check): the ranks
                                      * called different collectives (or counts, types,
                                      * operators, roots); no data moved, the communicator
                                      * stays usable */
+    XCOLL_ERR_PEER_LOST      = -16  /* a rank this call waits for is gone: the transport lost
+                                     * its connection (its process or node died, or the
+                                     * network to it failed); the log names it. Destroy the
+                                     * communicator */
 } xcoll_status_t;
 
 /* Element types. float16 is IEEE binary16, bfloat16 the upper half of a

@@ -24,6 +24,8 @@ XCOLL_PACKAGES="$XCOLL_PACKAGES mpich libmpich-dev"
 XCOLL_PACKAGES="$XCOLL_PACKAGES python3-torch libtorch-dev python3-numpy pybind11-dev"
 # xmllint: test/sim/test_trace.sh checks that xcoll-trace's SVGs are well-formed
 XCOLL_PACKAGES="$XCOLL_PACKAGES libxml2-utils"
+# ip, tc (iproute2), pgrep (procps): the namespace cluster of test/cluster
+XCOLL_PACKAGES="$XCOLL_PACKAGES iproute2 procps"
 install_packages
 generate
 
@@ -36,13 +38,17 @@ configure_in build-asan --enable-sanitizers --enable-werror
 # protect_shadow_gap=0 lets the CUDA runtime map its memory under ASan.
 export ASAN_OPTIONS="detect_leaks=1:protect_shadow_gap=0:abort_on_error=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-# The drop-in specification tests ran at 1..10 ranks above; under the
-# sanitizers a spread of rank counts keeps the run short.
-export SPEC_NPS="1 2 3 4 7"
+# The long matrices ran above (large counts, every algorithm forced in
+# turn, the drop-in and specification tests at 1..10 ranks, the cluster's
+# every part); under the sanitizers the quick cases at a spread of rank
+# counts, and the failure paths (node loss), keep CI inside its time.
+export SPEC_NPS="1 2 3 4 7" DROPIN_NPS="1 2 3 4 7" XCOLL_TEST_QUICK=1 XCOLL_TEST_SWEEP=0
 run_check build-asan
-unset ASAN_OPTIONS UBSAN_OPTIONS SPEC_NPS
+unset ASAN_OPTIONS UBSAN_OPTIONS SPEC_NPS DROPIN_NPS XCOLL_TEST_QUICK XCOLL_TEST_SWEEP
 
 # distcheck proves the tarball is complete and builds out of tree; the two
-# runs above already cover the large counts, so its MPI tests run --quick.
+# runs above already cover the large counts and the rank matrices, so its
+# tests run quick, at a few rank counts.
 step "make distcheck in build/"
-XCOLL_TEST_QUICK=1 make -C "$XCOLL_TOP/build" -j"$XCOLL_JOBS" distcheck || die "make distcheck failed"
+XCOLL_TEST_QUICK=1 XCOLL_TEST_SWEEP=0 SPEC_NPS="1 3" DROPIN_NPS="2 3" \
+    make -C "$XCOLL_TOP/build" -j"$XCOLL_JOBS" distcheck || die "make distcheck failed"

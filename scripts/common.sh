@@ -9,7 +9,7 @@ XCOLL_PACKAGES="build-essential autoconf automake libtool pkg-config
                 libopenmpi-dev openmpi-bin libucx-dev ucx-utils"
 XCOLL_JOBS=${XCOLL_JOBS:-2}
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - ${XCOLL_START:-0}) / 60)) $(((SECONDS - ${XCOLL_START:-0}) % 60)) "$*"; }
 die() { printf '\nERROR: %s\n' "$*" >&2; exit 1; }
 
 report_elapsed() {

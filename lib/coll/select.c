@@ -313,20 +313,53 @@ static void ucx_transports(char *buf, size_t len)
     free(text);
 }
 
+/* Sorts the "tl/device" list into what can reach another node (network
+ * transports on a real device: not the loopback) and what serves ranks of
+ * this node (shared memory, cross-memory attach). Which of them a given
+ * peer gets is UCX's choice at connect time; the info log names it. */
+static void split_transports(const char *tls, char *net, char *local, size_t len)
+{
+    static const char *const memory_tls[] = {"sysv", "posix", "cma", "xpmem", "knem", "cuda_ipc"};
+    char copy[512], *item, *save = NULL;
+    size_t nn = 0, nl = 0, i;
+
+    net[0] = local[0] = '\0';
+    snprintf(copy, sizeof(copy), "%s", tls);
+    for (item = strtok_r(copy, ", ", &save); item != NULL; item = strtok_r(NULL, ", ", &save)) {
+        size_t tl_len = strcspn(item, "/");
+        int memory = 0;
+        if (strncmp(item, "self", tl_len) == 0 || strcmp(item + tl_len, "/lo") == 0)
+            continue;
+        for (i = 0; i < sizeof(memory_tls) / sizeof(memory_tls[0]); i++)
+            if (strlen(memory_tls[i]) == tl_len && strncmp(item, memory_tls[i], tl_len) == 0)
+                memory = 1;
+        if (memory && nl < len)
+            nl += (size_t)snprintf(local + nl, len - nl, "%s%s", nl ? ", " : "", item);
+        else if (!memory && nn < len)
+            nn += (size_t)snprintf(net + nn, len - nn, "%s%s", nn ? ", " : "", item);
+    }
+}
+
 const char *xcoll_build_info(void)
 {
-    static char info[1024];
-    char tls[512];
+    static char info[2048];
+    char tls[512], net[512], local[512];
     const char *env_tls = getenv("UCX_TLS");
     if (info[0] != '\0')
         return info;
     ucx_transports(tls, sizeof(tls));
+    split_transports(tls, net, local, sizeof(net));
     snprintf(info, sizeof(info),
              "UCX: %s (built against UCP API %d.%d)\n"
              "UCX transports: %s%s%s%s\n"
+             "Between nodes: UCX over %s\n"
+             "Within a node: xcoll's shared memory (XCOLL_SHM=0: off), else UCX over %s\n"
              "CUDA: %s\n",
              ucp_get_version_string(), UCP_API_MAJOR, UCP_API_MINOR,
              tls[0] ? tls : "(could not be listed)", env_tls ? " (UCX_TLS=" : "",
-             env_tls ? env_tls : "", env_tls ? ")" : "", xc_gpu_describe());
+             env_tls ? env_tls : "", env_tls ? ")" : "",
+             net[0] ? net : "nothing: no network transport (UCX_TLS?), one node only",
+             local[0] ? local : "its network transports (no shared-memory transport)",
+             xc_gpu_describe());
     return info;
 }

@@ -173,12 +173,22 @@ static void listen_all(xcoll_comm_t comm, struct xc_census *c)
     c->listening = 1;
 }
 
-/* Sends every peer this rank's message (once per communicator). */
+/* Why the transport lost its connection to rank p, or NULL. */
+static const char *lost(xcoll_comm_t comm, int p)
+{
+    const xc_transport_t *tl = comm->tl;
+    if (tl->lost_count == NULL || tl->lost_count(comm->tl_comm) == 0)
+        return NULL;
+    return tl->peer_lost(comm->tl_comm, p);
+}
+
+/* Sends every peer this rank's message (once per communicator), but to
+ * those the transport lost. */
 static void send_all(xcoll_comm_t comm, struct xc_census *c)
 {
     int p;
     for (p = 0; p < comm->size; p++) {
-        if (p == comm->rank)
+        if (p == comm->rank || lost(comm, p) != NULL)
             continue;
         if (comm->tl->isend(comm->tl_comm, p,
                             xc_tag_p2p(comm->id, (uint32_t)comm->rank, XC_TAG_USER_CENSUS),
@@ -215,27 +225,56 @@ static struct xc_census *census_of(xcoll_comm_t comm)
     return comm->census;
 }
 
-void xc_census_listen(xcoll_comm_t comm, const xc_exec_t *x, const char *what, double since,
-                      double now)
+static int seq_before(uint32_t a, uint32_t b);
+
+/* How peer p failed in collective seq or before it, from its announcement
+ * (XCOLL_OK if it did not, or is not heard yet). A timeout is not a
+ * failure here: a peer that timed out asks, and this rank answers. */
+static xcoll_status_t failed_before(const struct xc_census *c, int p, uint32_t seq)
+{
+    const xc_census_msg_t *m = &c->theirs[p];
+    if (c->got[p] != 1 || m->magic != XC_CENSUS_MAGIC || m->rank != (uint32_t)p ||
+        m->status >= 0 || m->status == XCOLL_ERR_TIMEOUT || seq_before(seq, m->stuck_seq))
+        return XCOLL_OK;
+    return (xcoll_status_t)m->status;
+}
+
+xcoll_status_t xc_census_listen(xcoll_comm_t comm, const xc_exec_t *x, const char *what,
+                                double since, double now)
 {
     struct xc_census *c;
+    xcoll_status_t failed = XCOLL_OK;
     int p, asked = 0;
-    if (comm->size < 2 || (c = census_of(comm)) == NULL || c->sent)
-        return;
+    if (comm->size < 2 || (c = census_of(comm)) == NULL)
+        return XCOLL_OK;
     if (!c->listening)
         listen_all(comm, c);
     collect(comm, c);
-    for (p = 0; p < comm->size; p++)
-        asked |= p != comm->rank && c->got[p] == 1;
-    if (asked) {
+    for (p = 0; p < comm->size; p++) {
+        if (p == comm->rank)
+            continue;
+        asked |= c->got[p] == 1;
+        if (failed == XCOLL_OK)
+            failed = failed_before(c, p, x->seq);
+        if (failed == XCOLL_OK && lost(comm, p) != NULL)
+            failed = XCOLL_ERR_PEER_LOST;
+    }
+    if (asked && !c->sent) {
         /* a peer gave up and asks: say where this rank is, still waiting */
         fill(comm, c->mine, x, what, XCOLL_INPROGRESS, since, now);
         send_all(comm, c);
     }
+    return failed;
 }
 
 xcoll_status_t xc_census_start(xcoll_comm_t comm, const xc_exec_t *x, const char *what,
                                double since, double now)
+{
+    return xc_census_start_failed(comm, x, what, since, now, XCOLL_ERR_TIMEOUT);
+}
+
+xcoll_status_t xc_census_start_failed(xcoll_comm_t comm, const xc_exec_t *x, const char *what,
+                                      double since, double now, xcoll_status_t status)
 {
     struct xc_census *c;
     if (comm->size < 2 || (comm->census != NULL && (comm->census->asking || comm->census->done)))
@@ -245,7 +284,7 @@ xcoll_status_t xc_census_start(xcoll_comm_t comm, const xc_exec_t *x, const char
         return XCOLL_ERR_NO_MEMORY;
     if (!c->listening)
         listen_all(comm, c);
-    fill(comm, &c->self, x, what, XCOLL_ERR_TIMEOUT, since, now);
+    fill(comm, &c->self, x, what, status, since, now);
     /* a rank that answered already ("waiting in it") keeps that answer:
      * one message a peer, and the transport may still hold it */
     if (!c->sent) {
@@ -330,6 +369,7 @@ enum {
     K_SILENT,        /* no answer, nobody waits for it */
     K_OTHER,         /* called another collective as this sequence number */
     K_FAILED,        /* left it with an error */
+    K_LOST,          /* no answer, and the transport lost its connection */
     K_COUNT
 };
 
@@ -343,9 +383,11 @@ static int seq_before(uint32_t a, uint32_t b)
     return (int32_t)(a - b) < 0;
 }
 
-static int kind_of(const struct xc_census *c, int p, const uint8_t *awaited)
+static int kind_of(xcoll_comm_t comm, const struct xc_census *c, int p, const uint8_t *awaited)
 {
     const xc_census_msg_t *m = &c->theirs[p], *me = &c->self;
+    if (c->got[p] != 1 && lost(comm, p) != NULL)
+        return K_LOST;
     if (c->got[p] != 1)
         return awaited[p] ? K_NEVER_SILENT : K_SILENT;
     if (!seq_before(me->stuck_seq, m->entered))
@@ -380,6 +422,7 @@ static void report(xcoll_comm_t comm, struct xc_census *c, double now)
     uint8_t *awaited = calloc((size_t)P, 1), *kind = calloc((size_t)P, 1);
     uint8_t *set = calloc((size_t)P, 1);
     char list[256];
+    const char *how = c->self.status == XCOLL_ERR_TIMEOUT ? "timed out" : "failed";
     int p, k, answered = 0, n[K_COUNT] = {0};
     uint32_t i;
     if (awaited == NULL || kind == NULL || set == NULL) {
@@ -397,7 +440,7 @@ static void report(xcoll_comm_t comm, struct xc_census *c, double now)
                 awaited[c->theirs[p].pending[i]] = 1;
     for (p = 0; p < P; p++) {
         answered += p != me && c->got[p] == 1;
-        kind[p] = p == me ? K_SAME : (uint8_t)kind_of(c, p, awaited);
+        kind[p] = p == me ? K_SAME : (uint8_t)kind_of(comm, c, p, awaited);
         n[kind[p]]++;
     }
     xc_error("%s seq %u: %d of %d other ranks of comm %u answered in %.2f s (ranks below are "
@@ -429,6 +472,10 @@ static void report(xcoll_comm_t comm, struct xc_census *c, double now)
             xc_error("%s seq %u: rank %d left it early: it failed there (%s)", W, S, p,
                      status_name(m->status));
             break;
+        case K_LOST:
+            xc_error("%s seq %u: rank %d is lost: the connection to it failed (%s); its "
+                     "process or node is gone, or the network to it", W, S, p, lost(comm, p));
+            break;
         default:
             break;
         }
@@ -454,25 +501,32 @@ static void report(xcoll_comm_t comm, struct xc_census *c, double now)
     for (p = 0; p < P; p++)
         set[p] = kind[p] == K_NEVER || kind[p] == K_NEVER_SILENT;
     rank_list(set, P, list, sizeof(list));
-    if (n[K_GAVE_UP_EARLY] > 0) {
-        xc_error("%s seq %u (comm %u) timed out: this rank (%d) came late; the others had "
-                 "given up on it already%s%s%s", W, S, comm->id, me,
+    if (n[K_LOST] > 0) {
+        /* the others' state follows from it: name the lost ones */
+        for (p = 0; p < P; p++)
+            set[p] = kind[p] == K_LOST;
+        rank_list(set, P, list, sizeof(list));
+        xc_error("%s seq %u (comm %u) %s: rank%s %s %s lost", W, S, comm->id, how,
+                 n[K_LOST] > 1 ? "s" : "", list, n[K_LOST] > 1 ? "are" : "is");
+    } else if (n[K_GAVE_UP_EARLY] > 0) {
+        xc_error("%s seq %u (comm %u) %s: this rank (%d) came late; the others had "
+                 "given up on it already%s%s%s", W, S, comm->id, how, me,
                  n[K_NEVER] + n[K_NEVER_SILENT] > 0 ? "; never entered it: " : "",
                  n[K_NEVER] + n[K_NEVER_SILENT] > 0 ? (n[K_NEVER] + n[K_NEVER_SILENT] > 1 ? "ranks " : "rank ") : "",
                  n[K_NEVER] + n[K_NEVER_SILENT] > 0 ? list : "");
     } else if (n[K_NEVER] + n[K_NEVER_SILENT] > 0 && n[K_OTHER] + n[K_FAILED] == 0) {
-        xc_error("%s seq %u (comm %u) timed out: rank%s %s never entered it", W, S, comm->id,
+        xc_error("%s seq %u (comm %u) %s: rank%s %s never entered it", W, S, comm->id, how,
                  n[K_NEVER] + n[K_NEVER_SILENT] > 1 ? "s" : "", list);
     } else if (n[K_NEVER] + n[K_NEVER_SILENT] + n[K_OTHER] + n[K_FAILED] > 0) {
         for (p = 0; p < P; p++)
             set[p] = kind[p] == K_NEVER || kind[p] == K_NEVER_SILENT || kind[p] == K_OTHER ||
                      kind[p] == K_FAILED;
         rank_list(set, P, list, sizeof(list));
-        xc_error("%s seq %u (comm %u) timed out: the cause is rank%s %s (above)", W, S, comm->id,
+        xc_error("%s seq %u (comm %u) %s: the cause is rank%s %s (above)", W, S, comm->id, how,
                  count_set(set, P) > 1 ? "s" : "", list);
     } else {
-        xc_error("%s seq %u (comm %u) timed out: no rank is missing that the census can see "
-                 "(every rank that answered is in it or past it)", W, S, comm->id);
+        xc_error("%s seq %u (comm %u) %s: no rank is missing that the census can see "
+                 "(every rank that answered is in it or past it)", W, S, comm->id, how);
     }
 out:
     free(awaited);

@@ -12,9 +12,11 @@
  * and once a peer's has come (it timed out and asks), answers with this
  * rank's state, still waiting. So a rank that entered late, and would
  * time out after the asking rank's window closed, is counted as in it,
- * not blamed. Cheap to call again: tests the receives. */
-void xc_census_listen(xcoll_comm_t comm, const xc_exec_t *x, const char *what, double since,
-                      double now);
+ * not blamed. Cheap to call again: tests the receives. Returns XCOLL_OK,
+ * or how a peer failed in x or before it (xc_census_announce: a lost
+ * peer, say): x cannot complete then, and the caller gives up at once. */
+xcoll_status_t xc_census_listen(xcoll_comm_t comm, const xc_exec_t *x, const char *what,
+                                double since, double now);
 
 /* Starts the census for x, the collective `what` that timed out on comm
  * after waiting since `since` (xc_now's clock): sends every peer this
@@ -24,6 +26,11 @@ void xc_census_listen(xcoll_comm_t comm, const xc_exec_t *x, const char *what, d
  * once. */
 xcoll_status_t xc_census_start(xcoll_comm_t comm, const xc_exec_t *x, const char *what,
                                double since, double now);
+
+/* The same for a collective given up before its timeout, because a peer
+ * failed in it (status: how this rank fails it). */
+xcoll_status_t xc_census_start_failed(xcoll_comm_t comm, const xc_exec_t *x, const char *what,
+                                      double since, double now, xcoll_status_t status);
 
 /* For a collective that failed otherwise (status, not a timeout): tells
  * every peer, once per communicator, so a peer that then times out

@@ -69,7 +69,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     struct xcoll_comm_s *comm;
     xc_hello_t me, *all;
     xc_tune_t *tune = NULL;
-    xcoll_status_t rc, tune_rc, pre_rc, topo_rc;
+    xcoll_status_t rc, tune_rc, pre_rc;
     uint32_t id = 0;
     int i, locked;
 
@@ -202,14 +202,14 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     comm->memory = cfg->memory;
     comm->fallback = cfg->fallback != 0;
     comm->tl = &xc_shm_transport;
-    /* the transport fails collectively by itself (a rank without a worker
-     * sends no address); a rank whose endpoints failed says so here */
-    rc = comm->tl->comm_init(boot, &comm->tl_comm);
-    topo_rc = xc_topo_create(boot, rc == XCOLL_OK, &comm->topo);
-    if (rc == XCOLL_OK && topo_rc != XCOLL_OK)
-        comm->tl->comm_fini(comm->tl_comm);
+    /* Where every rank runs, first: the algorithms and the transports (which
+     * peers shared memory reaches, how many ranks share this node's CPUs)
+     * use this one exchange. The topology fails on every rank alike; the
+     * transport fails collectively by itself (a rank without a worker
+     * sends no address). */
+    rc = xc_topo_create(boot, 1, &comm->topo);
     if (rc == XCOLL_OK)
-        rc = topo_rc;
+        rc = comm->tl->comm_init(boot, comm->topo, &comm->tl_comm);
     if (rc == XCOLL_OK && cfg->progress_thread &&
         (rc = xc_progress_thread_start()) != XCOLL_OK)
         comm->tl->comm_fini(comm->tl_comm);

@@ -62,7 +62,8 @@ struct xcoll_request_s {
     double waiting_since;   /* the first idle check after posting: about when
                              * a stuck collective began to wait (census.c) */
     int done;
-    int in_census;          /* timed out; fails when the census (census.c) is in */
+    int in_census;          /* given up; fails when the census (census.c) is in, */
+    xcoll_status_t census_status; /* with this status (a timeout, or a peer's failure) */
     xcoll_status_t status;
     /* a move within RECV after completion, from post_src to its start
      * (reduce_scatter in place, MPI layout) */

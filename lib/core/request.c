@@ -80,6 +80,42 @@ static void unlink_active(struct xcoll_request_s *r)
  * is about 8 KiB) and owe the receiver nothing once complete. */
 #define XC_FLUSH_ABOVE_BYTES 8192
 
+/* For a request that fails because peers are lost: names every rank of
+ * its communicator the transport lost, once, where the failure is seen. */
+static void log_lost(const struct xcoll_request_s *r)
+{
+    const xc_transport_t *tl = r->comm->tl;
+    char list[160], where[64];
+    const char *why = NULL;
+    size_t len = 0;
+    int p, n = 0;
+    if (tl->peer_lost == NULL)
+        return;
+    list[0] = '\0';
+    for (p = 0; p < r->comm->size; p++) {
+        const char *w = tl->peer_lost(r->comm->tl_comm, p);
+        if (w == NULL)
+            continue;
+        why = why != NULL ? why : w;
+        if (len + 16 < sizeof(list))
+            len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", n ? "," : "", p);
+        else if (len + 4 < sizeof(list))
+            len += (size_t)snprintf(list + len, sizeof(list) - len, ",...");
+        n++;
+    }
+    if (r->exec.is_p2p)
+        snprintf(where, sizeof(where), "tag %u", r->exec.user_tag);
+    else
+        snprintf(where, sizeof(where), "seq %u, comm %u", r->exec.seq, r->comm->id);
+    if (n == 0)
+        xc_error("%s (%s): a peer is lost (the transport said so on a send to it)", r->what,
+                 where);
+    else
+        xc_error("%s (%s): rank%s %s %s lost: the connection failed (%s); the process or node "
+                 "is gone, or the network to it", r->what, where, n > 1 ? "s" : "", list,
+                 n > 1 ? "are" : "is", why);
+}
+
 static void complete(struct xcoll_request_s *r, xcoll_status_t status)
 {
     const xc_transport_t *tl = r->comm->tl;
@@ -87,6 +123,8 @@ static void complete(struct xcoll_request_s *r, xcoll_status_t status)
         status = tl->flush(r->comm->tl_comm);
     r->done = 1;
     unlink_active(r);
+    if (status == XCOLL_ERR_PEER_LOST && !r->in_census)
+        log_lost(r);
     if (status == XCOLL_OK && r->post_bytes > 0 && r->post_src > 0)
         status = xc_exec_move_recv(&r->exec, r->post_src, r->post_bytes);
     r->status = status;
@@ -118,7 +156,7 @@ static int progress_one(struct xcoll_request_s *r)
         /* timed out: its exec is cancelled, the census decides when it fails */
         if (!xc_census_progress(r->comm, xc_now()))
             return 0;
-        complete(r, XCOLL_ERR_TIMEOUT);
+        complete(r, r->census_status);
         return 1;
     }
     rc = xc_exec_progress(&r->exec, &moved);
@@ -319,6 +357,51 @@ static const struct xcoll_request_s *oldest_on(const struct xcoll_request_s *r)
     return o;
 }
 
+/* Fails r at once when a peer it waits for is lost (transport.h): that
+ * receive would never complete, with or without a timeout. Costs nothing
+ * until the transport has lost a connection. Returns 1 once r completed. */
+static int check_lost(struct xcoll_request_s *r)
+{
+    const xc_transport_t *tl = r->comm->tl;
+    int peers[256];
+    unsigned n, i;
+    if (r->done || r->in_census || tl->lost_count == NULL ||
+        tl->lost_count(r->comm->tl_comm) == 0)
+        return 0;
+    n = xc_exec_pending_peers(&r->exec, peers, sizeof(peers) / sizeof(peers[0]));
+    for (i = 0; i < n; i++) {
+        if (tl->peer_lost(r->comm->tl_comm, peers[i]) == NULL)
+            continue;
+        xc_exec_cancel(&r->exec);
+        complete(r, XCOLL_ERR_PEER_LOST); /* which logs who is lost */
+        return 1;
+    }
+    return 0;
+}
+
+/* Ends r with status (a timeout, or a peer's failure): a collective first
+ * takes the census, one per communicator, about its oldest unfinished
+ * collective (the one the others are most likely stuck in); a second one
+ * there fails at once, the first one's verdict stands. Returns 1 once r
+ * has completed. */
+static int give_up(struct xcoll_request_s *r, double now, xcoll_status_t status)
+{
+    if (!r->exec.is_p2p) {
+        const struct xcoll_request_s *o = oldest_on(r);
+        r->comm->failed = 1; /* no new calls while the census runs */
+        if (xc_census_start_failed(r->comm, &o->exec, o->what, o->waiting_since, now, status) ==
+            XCOLL_OK) {
+            xc_exec_cancel(&r->exec);
+            r->in_census = 1;
+            r->census_status = status;
+            return 0;
+        }
+    }
+    xc_exec_cancel(&r->exec);
+    complete(r, status);
+    return 1;
+}
+
 /* Gives up on r after its communicator's timeout with no progress.
  * Progress does not read the clock (clock_gettime costs ~50 ns here, a
  * small collective ~600 ns): it sets last_moved to 0, and the first idle
@@ -330,21 +413,33 @@ static int check_timeout(struct xcoll_request_s *r, double now)
 {
     char what[96];
     double t = r->comm->timeout_s;
+    xcoll_status_t peer_failed = XCOLL_OK;
     if (r->in_census)
         return 0;
+    if (check_lost(r))
+        return 1;
     if (r->last_moved == 0) {
         r->last_moved = now;
         if (r->waiting_since == 0)
             r->waiting_since = now;
         return 0;
     }
-    if (r->done || t <= 0)
+    if (r->done)
         return 0;
-    if (now - r->last_moved < t) {
-        /* stuck for a while: hear out (and answer) a peer that gave up */
-        if (!r->exec.is_p2p && now - r->last_moved >= t / 4)
-            xc_census_listen(r->comm, &r->exec, r->what, r->waiting_since, now);
-        return 0;
+    if (t <= 0 || now - r->last_moved < t) {
+        /* stuck for a while (a quarter of the timeout, or a second without
+         * one): hear out (and answer) a peer that gave up, and give up at
+         * once if a peer failed in this collective (it lost a peer, say):
+         * then nothing can complete it, and without a timeout it would
+         * wait forever */
+        if (!r->exec.is_p2p && now - r->last_moved >= (t > 0 ? t / 4 : 1.0))
+            peer_failed = xc_census_listen(r->comm, &r->exec, r->what, r->waiting_since, now);
+        if (peer_failed == XCOLL_OK)
+            return 0;
+        xc_error("%s (seq %u, comm %u): a peer failed in it or before (%s): giving up", r->what,
+                 r->exec.seq, r->comm->id, xcoll_strerror(peer_failed));
+        return give_up(r, now, peer_failed == XCOLL_ERR_PEER_LOST ? XCOLL_ERR_PEER_LOST
+                                                                  : XCOLL_ERR_COMM_FAILED);
     }
     if (r->exec.is_p2p)
         snprintf(what, sizeof(what), "%s (tag %u) timed out after %.1f s", r->what,
@@ -354,21 +449,7 @@ static int check_timeout(struct xcoll_request_s *r, double now)
                  r->exec.seq, r->comm->id, now - r->last_moved);
     xc_error("%s without progress; waiting on:", what);
     xc_exec_log_pending(&r->exec, what);
-    /* one census per communicator, about its oldest unfinished collective
-     * (the one the others are most likely stuck in); a second timeout
-     * there fails at once, the first one's verdict stands */
-    if (!r->exec.is_p2p) {
-        const struct xcoll_request_s *o = oldest_on(r);
-        r->comm->failed = 1; /* no new calls while the census runs */
-        if (xc_census_start(r->comm, &o->exec, o->what, o->waiting_since, now) == XCOLL_OK) {
-            xc_exec_cancel(&r->exec);
-            r->in_census = 1;
-            return 0;
-        }
-    }
-    xc_exec_cancel(&r->exec);
-    complete(r, XCOLL_ERR_TIMEOUT);
-    return 1;
+    return give_up(r, now, XCOLL_ERR_TIMEOUT);
 }
 
 /* A finished request is kept for the next call of its shape only while it

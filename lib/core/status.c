@@ -31,6 +31,7 @@ const char *xcoll_strerror(xcoll_status_t status)
     case XCOLL_ERR_UNSUPPORTED: return "not supported by this build or algorithm";
     case XCOLL_ERR_INTERNAL: return "internal error";
     case XCOLL_ERR_MISMATCH: return "the ranks called different collectives (XCOLL_CHECK)";
+    case XCOLL_ERR_PEER_LOST: return "a peer is lost (its process or node is gone, or the network to it)";
     }
     return "unknown status";
 }

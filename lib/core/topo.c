@@ -11,7 +11,7 @@
 static struct xc_topo *topo_alloc(int size)
 {
     /* one block: the struct, then its arrays */
-    struct xc_topo *t = calloc(1, sizeof(*t) + 5 * (size_t)size * sizeof(int));
+    struct xc_topo *t = calloc(1, sizeof(*t) + 6 * (size_t)size * sizeof(int));
     if (t == NULL) {
         xc_error("out of memory for the topology of %d ranks", size);
         return NULL;
@@ -22,13 +22,19 @@ static struct xc_topo *topo_alloc(int size)
     t->members = t->local_rank + size;
     t->node_size = t->members + size; /* nnodes <= size */
     t->node_first = t->node_size + size;
+    t->host_of = t->node_first + size;
     return t;
 }
 
-/* node_of is filled (nodes numbered by lowest rank); derive the rest. */
+/* node_of is filled (nodes numbered by lowest rank); derive the rest.
+ * Hosts are the nodes unless the caller set them apart. */
 static void topo_finish(struct xc_topo *t)
 {
     int r, n;
+    if (t->nhosts == 0) {
+        t->nhosts = t->nnodes;
+        memcpy(t->host_of, t->node_of, (size_t)t->size * sizeof(int));
+    }
     for (n = 0; n < t->nnodes; n++)
         t->node_size[n] = 0;
     for (r = 0; r < t->size; r++)
@@ -43,21 +49,27 @@ static void topo_finish(struct xc_topo *t)
         t->members[t->node_first[t->node_of[r]] + t->local_rank[r]] = r;
 }
 
-xcoll_status_t xc_topo_from_keys(int size, const uint64_t *keys, struct xc_topo **out)
+/* ranks with equal keys share a node, numbered by lowest rank */
+static int group_keys(int size, const uint64_t *keys, int *of)
 {
-    struct xc_topo *t = topo_alloc(size);
-    int r, q;
-    *out = NULL;
-    if (t == NULL)
-        return XCOLL_ERR_NO_MEMORY;
+    int r, q, n = 0;
     /* quadratic, but run once per communicator and only over a few
-     * thousand ranks at most; nodes come out numbered by lowest rank */
-    t->nnodes = 0;
+     * thousand ranks at most */
     for (r = 0; r < size; r++) {
         for (q = 0; q < r && keys[q] != keys[r]; q++)
             ;
-        t->node_of[r] = q < r ? t->node_of[q] : t->nnodes++;
+        of[r] = q < r ? of[q] : n++;
     }
+    return n;
+}
+
+xcoll_status_t xc_topo_from_keys(int size, const uint64_t *keys, struct xc_topo **out)
+{
+    struct xc_topo *t = topo_alloc(size);
+    *out = NULL;
+    if (t == NULL)
+        return XCOLL_ERR_NO_MEMORY;
+    t->nnodes = group_keys(size, keys, t->node_of);
     topo_finish(t);
     *out = t;
     return XCOLL_OK;
@@ -159,7 +171,7 @@ xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, int ok, struct xc_t
     for (r = 0; r < boot->size; r++) {
         if (all[r].ranks_per_node == -2) {
             if (r != boot->rank)
-                xc_error("rank %d could not set up its transport (see its log)", r);
+                xc_error("rank %d could not create the communicator (see its log)", r);
             rc = XCOLL_ERR_TRANSPORT;
             goto out;
         }
@@ -170,17 +182,24 @@ xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, int ok, struct xc_t
             goto out;
         }
     }
+    for (r = 0; r < boot->size; r++)
+        keys[r] = all[r].key;
     if (all[0].ranks_per_node > 0) {
         rc = xc_topo_from_ranks_per_node(boot->size, (int)all[0].ranks_per_node, out);
+        /* the transports still need the machines as they are */
+        if (rc == XCOLL_OK)
+            (*out)->nhosts = group_keys(boot->size, keys, (*out)->host_of);
     } else {
-        for (r = 0; r < boot->size; r++)
-            keys[r] = all[r].key;
         rc = xc_topo_from_keys(boot->size, keys, out);
     }
-    if (rc == XCOLL_OK)
-        xc_info("topology: %d ranks on %d node%s (at most %d per node)%s", boot->size,
+    if (rc == XCOLL_OK && all[0].ranks_per_node > 0)
+        xc_info("topology: %d ranks on %d node%s (at most %d per node), faked by "
+                "XCOLL_TOPO_RANKS_PER_NODE; the ranks run on %d host%s", boot->size,
                 (*out)->nnodes, (*out)->nnodes == 1 ? "" : "s", (*out)->max_local,
-                all[0].ranks_per_node > 0 ? ", faked by XCOLL_TOPO_RANKS_PER_NODE" : "");
+                (*out)->nhosts, (*out)->nhosts == 1 ? "" : "s");
+    else if (rc == XCOLL_OK)
+        xc_info("topology: %d ranks on %d node%s (at most %d per node)", boot->size,
+                (*out)->nnodes, (*out)->nnodes == 1 ? "" : "s", (*out)->max_local);
 out:
     free(all);
     free(keys);

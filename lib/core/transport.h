@@ -10,6 +10,8 @@
 #include "dtype.h"
 #include "xcoll.h"
 
+struct xc_topo;
+
 /* A reduction that a receive performs as its message lands: when the
  * receive completes, dst = a op message (message op a if msg_left),
  * element by element. dst may be a, or the receive's buffer; otherwise
@@ -50,9 +52,11 @@ typedef struct {
 typedef struct xc_transport {
     const char *name;
 
-    /* Collective over the bootstrap: connect to every rank. *tl_comm is the
+    /* Collective over the bootstrap: connect to every rank. topo (which
+     * ranks share a machine: topo->host_of) outlives *tl_comm, the
      * transport's per-communicator state. */
-    xcoll_status_t (*comm_init)(const xcoll_bootstrap_t *boot, void **tl_comm);
+    xcoll_status_t (*comm_init)(const xcoll_bootstrap_t *boot, const struct xc_topo *topo,
+                                void **tl_comm);
     void (*comm_fini)(void *tl_comm);
 
     /* Post a send / receive of len bytes to / from rank peer with a full
@@ -115,6 +119,15 @@ typedef struct xc_transport {
     int (*arm)(void *tl_comm, xc_wait_t *w);
     void (*sleep)(const xc_wait_t *w, unsigned max_us);
     void (*disarm)(void);
+
+    /* Optional (NULL = never known). A lost peer: the transport gave up on
+     * its connection (the process or node died, or the network to it), so
+     * a receive from it will never complete. lost_count: how many
+     * connections this process has lost so far (never decreases; 0 lets
+     * callers skip asking about peers); peer_lost: why the connection to
+     * peer was lost, or NULL while it is fine. */
+    unsigned (*lost_count)(void *tl_comm);
+    const char *(*peer_lost)(void *tl_comm, int peer);
 } xc_transport_t;
 
 /* The UCX transport (lib/ucx/ucx_transport.c). */

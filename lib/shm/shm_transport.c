@@ -796,7 +796,6 @@ static int progress_comm(xc_shm_comm_t *c)
 /* --- setup ---------------------------------------------------------------------- */
 
 typedef struct {
-    uint64_t node;
     uint64_t max_len;
     uint64_t cma_min;   /* cma_min_asked() */
     uint64_t probe_addr;
@@ -895,7 +894,7 @@ static void *map_peer(const char *name, size_t bytes)
 }
 
 /* Every rank the same way: 0 = the path is off on every rank. */
-static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
+static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot, const struct xc_topo *topo)
 {
     hello_t me, *hello = NULL;
     names_t mine, *names = NULL;
@@ -908,7 +907,6 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
     all_mapped = calloc(n, sizeof(*all_mapped));
     c->local_of = malloc(n * sizeof(*c->local_of));
     memset(&me, 0, sizeof(me));
-    me.node = xc_node_key();
     me.max_len = env_bytes("XCOLL_SHM_MAX", XC_SHM_MAX_DEFAULT);
     me.cma_min = cma_min_asked();
     me.pid = (int64_t)getpid();
@@ -953,13 +951,11 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot)
             c->cma_min = m > SIZE_MAX ? SIZE_MAX : (size_t)m;
         all_want &= hello[r].want != 0;
         c->local_of[r] = -1;
-        if (hello[r].node == me.node)
+        if (topo->host_of[r] == topo->host_of[c->rank])
             c->local_of[r] = c->nlocal++;
     }
     /* a job of one rank per node gains nothing: does any node hold two? */
-    for (size_t r = 1; r < n && !shared; r++)
-        for (size_t q = 0; q < r && !shared; q++)
-            shared = hello[q].node == hello[r].node;
+    shared = topo->nhosts < c->size;
     c->nremote = c->size - c->nlocal;
     if (!all_want || !shared) {
         for (size_t r = 0; r < n && !all_want; r++)
@@ -1158,12 +1154,12 @@ static void join_refusing(const xcoll_bootstrap_t *boot)
     if (hello == NULL)
         return;
     memset(&me, 0, sizeof(me));
-    me.node = xc_node_key();
     (void)boot->allgather(&me, hello, sizeof(me), boot->ctx);
     free(hello);
 }
 
-static xcoll_status_t shm_comm_init(const xcoll_bootstrap_t *boot, void **tl_comm)
+static xcoll_status_t shm_comm_init(const xcoll_bootstrap_t *boot, const struct xc_topo *topo,
+                                    void **tl_comm)
 {
     xc_shm_comm_t *c = NULL;
     xcoll_status_t st;
@@ -1175,7 +1171,7 @@ static xcoll_status_t shm_comm_init(const xcoll_bootstrap_t *boot, void **tl_com
     *tl_comm = NULL;
     /* UCX fails on every rank together or after its exchanges on some:
      * either way every rank then reaches the first exchange below */
-    st = xc_ucx_transport.comm_init(boot, &ucx);
+    st = xc_ucx_transport.comm_init(boot, topo, &ucx);
     if (st == XCOLL_OK && (c = calloc(1, sizeof(*c))) == NULL) {
         xc_error("out of memory for a shared-memory communicator");
         xc_ucx_transport.comm_fini(ucx);
@@ -1189,7 +1185,7 @@ static xcoll_status_t shm_comm_init(const xcoll_bootstrap_t *boot, void **tl_com
     c->ucx = ucx;
     c->rank = boot->rank;
     c->size = boot->size;
-    on = setup(c, boot);
+    on = setup(c, boot, topo);
     if (on < 0) {
         shm_comm_fini(c);
         return on == -2 ? XCOLL_ERR_NO_MEMORY : XCOLL_ERR_BOOTSTRAP;
@@ -1648,6 +1644,19 @@ static xcoll_status_t shm_flush(void *tl_comm)
     return xc_ucx_transport.flush(c->ucx);
 }
 
+/* Only UCX loses peers: a local one that dies is seen by a timeout. */
+static unsigned shm_lost_count(void *tl_comm)
+{
+    xc_shm_comm_t *c = tl_comm;
+    return xc_ucx_transport.lost_count(c->ucx);
+}
+
+static const char *shm_peer_lost(void *tl_comm, int peer)
+{
+    xc_shm_comm_t *c = tl_comm;
+    return xc_ucx_transport.peer_lost(c->ucx, peer);
+}
+
 static int shm_device_memory(void *tl_comm)
 {
     xc_shm_comm_t *c = tl_comm;
@@ -1671,4 +1680,6 @@ const xc_transport_t xc_shm_transport = {
     .arm = shm_arm,
     .sleep = shm_sleep,
     .disarm = shm_disarm,
+    .lost_count = shm_lost_count,
+    .peer_lost = shm_peer_lost,
 };

@@ -18,6 +18,7 @@
 #include "gpu.h"
 #include "log.h"
 #include "tag.h"
+#include "topo.h"
 #include "transport.h"
 
 /* Lives in the user area UCX reserves at the address of every request it
@@ -26,6 +27,7 @@
 typedef struct {
     uint64_t tag;
     size_t len;
+    struct xc_ucx_ep *ep;
     int peer;
     int is_recv;
 } xc_ucx_req_t;
@@ -37,6 +39,8 @@ typedef struct xc_ucx_ep {
     ucp_ep_h ep;
     unsigned refs;
     uint64_t hash;
+    ucs_status_t failed;    /* UCS_OK, or why UCX gave up on the peer (ep_failed) */
+    int rank;               /* in the communicator that opened it, for the log */
     size_t addr_len;
     unsigned char addr[];
 } xc_ucx_ep_t;
@@ -46,6 +50,13 @@ typedef struct {
     int size;
     xc_ucx_ep_t **peers; /* indexed by rank in the communicator */
 } xc_ucx_comm_t;
+
+/* Statuses with which UCX says a peer is gone rather than a request bad. */
+static int peer_gone(ucs_status_t s)
+{
+    return s == UCS_ERR_ENDPOINT_TIMEOUT || s == UCS_ERR_CONNECTION_RESET ||
+           s == UCS_ERR_UNREACHABLE || s == UCS_ERR_REJECTED;
+}
 
 /* Process-wide state. The library is single threaded (xcoll.h). */
 static struct {
@@ -58,6 +69,7 @@ static struct {
     xc_ucx_ep_t **buckets;
     size_t nbuckets;         /* power of two, or 0 */
     size_t neps;
+    unsigned lost;           /* endpoints that failed (ep_failed), ever */
     /* back-off state: the current idle streak began at idle_since_ns */
     unsigned last_idle_round;
     uint64_t idle_since_ns;
@@ -84,6 +96,11 @@ static const xc_ucx_backoff_t g_backoff_dedicated = { 20, 1000, 2000 };
 static const xc_ucx_backoff_t g_backoff_oversubscribed = { 0, 1000, 2000 };
 static xc_ucx_backoff_t g_backoff;
 static int g_oversubscribed;
+/* Some peer is reached through the kernel's TCP: the kernel moves those
+ * bytes on these same cores, so spinning only delays them. Measured across
+ * namespace nodes on 2 cores (a 16 B allreduce, 2 ranks on 2 nodes): 73 us
+ * with 20 us of spin, 52 us without, 4 ms with pure spinning. */
+static int g_kernel_net;
 
 /* Any valid address will do for a zero-length transfer. */
 static unsigned char g_dummy_byte;
@@ -136,28 +153,11 @@ static uint64_t addr_hash(const void *addr, size_t len)
 static void backoff_select(int oversubscribed)
 {
     g_backoff = oversubscribed ? g_backoff_oversubscribed : g_backoff_dedicated;
+    if (g_kernel_net)
+        g_backoff.spin_us = 0;
     g_backoff.spin_us = env_unsigned("XCOLL_UCX_SPIN_US", g_backoff.spin_us);
     g_backoff.yield_us = env_unsigned("XCOLL_UCX_YIELD_US", g_backoff.yield_us);
     g_backoff.sleep_us = env_unsigned("XCOLL_UCX_SLEEP_US", g_backoff.sleep_us);
-}
-
-/* Names the machine (hostname and kernel boot id, so that containers
- * sharing a kernel count as one node) to count the ranks sharing its CPUs. */
-static uint64_t node_id(void)
-{
-    char buf[512];
-    FILE *f;
-    memset(buf, 0, sizeof(buf));
-    if (gethostname(buf, 255) != 0)
-        buf[0] = '\0';
-    f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f != NULL) {
-        size_t n = strlen(buf);
-        if (fgets(buf + n, (int)(sizeof(buf) - n), f) == NULL)
-            buf[n] = '\0';
-        fclose(f);
-    }
-    return addr_hash(buf, strlen(buf));
 }
 
 /* --- process-wide context and worker ---------------------------------------- */
@@ -182,8 +182,9 @@ static void worker_destroy(void)
 
 /* 1 if the launcher says every process of the job runs on this node (Open
  * MPI's mpirun, or a one-node Slurm step). The UCP context is created once
- * per process, before any communicator exists, so this is the only way to
- * know the node count in time. */
+ * per process, with the first communicator: a later one may reach other
+ * nodes, so the first one's topology alone cannot say (it must agree,
+ * though: see worker_create). */
 static int job_is_one_node(void)
 {
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
@@ -236,19 +237,23 @@ static ucs_status_t context_create(int estimated_eps, uint64_t features, int shm
     return status;
 }
 
-static xcoll_status_t worker_create(int estimated_eps)
+static xcoll_status_t worker_create(int estimated_eps, int one_host)
 {
     ucp_worker_params_t wparams;
     ucp_worker_attr_t wattr;
     ucs_status_t status;
 
     g_oversubscribed = 0;
+    g_kernel_net = 0;
     backoff_select(0);
 
     /* Wakeup lets an idle rank sleep; a UCX build whose transports cannot
      * wake us still works, with yield-only back-off. */
     status = UCS_ERR_UNSUPPORTED;
-    if (getenv("UCX_TLS") == NULL && job_is_one_node()) {
+    if (getenv("UCX_TLS") == NULL && job_is_one_node() && !one_host)
+        xc_info("UCX: the launcher says the job is on one node, but this communicator spans "
+                "several: letting UCX choose transports");
+    if (getenv("UCX_TLS") == NULL && job_is_one_node() && one_host) {
         status = context_create(estimated_eps, UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP, 1);
         if (status != UCS_OK)
             xc_info("UCX context on sm,self failed (%s); letting UCX choose transports",
@@ -322,9 +327,29 @@ static xcoll_status_t cache_grow(void)
     return XCOLL_OK;
 }
 
+/* UCX calls this (from progress) when it gives up on an endpoint created
+ * with peer error handling: the peer's process or node died, or the
+ * network to it. Sends to it then fail, but a receive that waits for it
+ * would wait forever: the request layer asks peer_lost. */
+static void ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    xc_ucx_ep_t *e = arg;
+    (void)ep;
+    if (e->failed == UCS_OK) {
+        xc_warn("UCX: lost the connection to rank %d (as numbered by the first communicator "
+                "that reached it): %s", e->rank, ucs_status_string(status));
+        e->failed = status == UCS_OK ? UCS_ERR_CONNECTION_RESET : status;
+        g_ucx.lost++;
+    }
+}
+
 /* The endpoint to the worker at addr, created on first use; takes a
- * reference. */
-static xcoll_status_t ep_get(const void *addr, size_t len, int rank, xc_ucx_ep_t **out)
+ * reference. A peer on another host gets peer error handling, so that its
+ * loss is reported instead of hanging or ending this process; within a
+ * host (where xcoll's shared memory carries nearly everything anyway)
+ * UCX keeps its fastest protocols. */
+static xcoll_status_t ep_get(const void *addr, size_t len, int rank, int remote,
+                             xc_ucx_ep_t **out)
 {
     uint64_t h = addr_hash(addr, len);
     xc_ucx_ep_t *e;
@@ -353,9 +378,17 @@ static xcoll_status_t ep_get(const void *addr, size_t len, int rank, xc_ucx_ep_t
     e->addr_len = len;
     e->hash = h;
     e->refs = 1;
+    e->failed = UCS_OK;
+    e->rank = rank;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = (const ucp_address_t *)e->addr;
+    if (remote) {
+        params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+        params.err_handler.cb = ep_failed;
+        params.err_handler.arg = e;
+    }
     status = ucp_ep_create(g_ucx.worker, &params, &e->ep);
     if (status != UCS_OK) {
         xc_error("ucp_ep_create to rank %d failed: %s", rank, ucs_status_string(status));
@@ -425,6 +458,61 @@ static void eps_release(xc_ucx_ep_t **eps, int n)
     }
 }
 
+/* --- which transports UCX chose ---------------------------------------------------- */
+
+/* The transports of one endpoint's lanes ("tcp/eth0, cma/memory"), read
+ * from ucp_ep_print_info: UCX 1.13 has no query for them, and its text
+ * format may change, so what cannot be read is "(unknown)". */
+static void ep_lanes(ucp_ep_h ep, char *buf, size_t len)
+{
+    char *text = NULL, *line, *save = NULL;
+    size_t tlen = 0, n = 0;
+    FILE *f = open_memstream(&text, &tlen);
+    snprintf(buf, len, "(unknown)");
+    if (f == NULL)
+        return;
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    if (text == NULL)
+        return;
+    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        /* "#   lane[0]:  1:tcp/eth0.0 md[1] -> ..." */
+        char *p = strstr(line, "lane["), *tl, *end;
+        if (p == NULL || (p = strchr(p, ':')) == NULL || (tl = strchr(p + 1, ':')) == NULL)
+            continue;
+        tl++;
+        end = tl + strcspn(tl, " \t");
+        if (end - tl > 2 && end[-2] == '.')
+            end -= 2; /* the interface's index: "eth0.0" */
+        if (n < len && memmem(buf, n, tl, (size_t)(end - tl)) == NULL)
+            n += (size_t)snprintf(buf + n, len - n, "%s%.*s", n ? ", " : "", (int)(end - tl), tl);
+    }
+    free(text);
+}
+
+/* Says at info level which transports reach this rank's peers: one peer
+ * of each kind (itself, this node, another node) stands for all. */
+static void log_lanes(const xc_ucx_comm_t *c, const struct xc_topo *topo)
+{
+    char self[128], local[128], remote[128];
+    int me = c->rank, any_local = -1, any_remote = -1;
+    for (int r = 0; r < c->size; r++) {
+        if (r == me)
+            continue;
+        if (topo->host_of[r] == topo->host_of[me] && any_local < 0)
+            any_local = r;
+        if (topo->host_of[r] != topo->host_of[me] && any_remote < 0)
+            any_remote = r;
+    }
+    ep_lanes(c->peers[me]->ep, self, sizeof(self));
+    if (any_local >= 0)
+        ep_lanes(c->peers[any_local]->ep, local, sizeof(local));
+    if (any_remote >= 0)
+        ep_lanes(c->peers[any_remote]->ep, remote, sizeof(remote));
+    xc_info("UCX: to ranks on other nodes %s; to ranks on this node %s; to itself %s",
+            any_remote >= 0 ? remote : "(none)", any_local >= 0 ? local : "(none)", self);
+}
+
 /* --- communicator ------------------------------------------------------------- */
 
 static void ucx_comm_fini(void *tl_comm)
@@ -439,41 +527,31 @@ static void ucx_comm_fini(void *tl_comm)
         worker_destroy();
 }
 
-/* Gathers every rank's worker address: lengths (with node ids) first,
- * then the addresses padded to the longest. On success *all holds size
- * slots of *slot bytes and lens[r] says how many of slot r are the address.
- * Also notes whether this communicator puts more ranks on this node than
- * it has CPUs, which decides the back-off. */
-static xcoll_status_t exchange_addresses(const xcoll_bootstrap_t *boot, uint64_t *lens,
+/* Gathers every rank's worker address: lengths first, then the addresses
+ * padded to the longest. On success *all holds size slots of *slot bytes
+ * and lens[r] says how many of slot r are the address. Also notes whether
+ * this communicator puts more ranks on this node than it has CPUs, which
+ * decides the back-off. */
+static xcoll_status_t exchange_addresses(const xcoll_bootstrap_t *boot,
+                                         const struct xc_topo *topo, uint64_t *lens,
                                          unsigned char **all, size_t *slot)
 {
-    uint64_t mine_hdr[2] = { g_ucx.addr_len, node_id() }, max_len = 0;
-    uint64_t *hdrs;
+    uint64_t mine_len = g_ucx.addr_len, max_len = 0;
     unsigned char *mine;
     size_t size = (size_t)boot->size, local = 0;
     long cpus;
 
-    hdrs = malloc(size * sizeof(mine_hdr));
-    if (hdrs == NULL) {
-        xc_error("out of memory for %zu UCX address lengths", size);
-        return XCOLL_ERR_NO_MEMORY;
-    }
-    if (boot->allgather(mine_hdr, hdrs, sizeof(mine_hdr), boot->ctx) != 0) {
+    if (boot->allgather(&mine_len, lens, sizeof(mine_len), boot->ctx) != 0) {
         xc_error("bootstrap allgather of UCX address lengths failed");
-        free(hdrs);
         return XCOLL_ERR_BOOTSTRAP;
     }
-    if (memcmp(&hdrs[2 * boot->rank], mine_hdr, sizeof(mine_hdr)) != 0) {
+    if (lens[boot->rank] != mine_len) {
         xc_error("bootstrap allgather is broken: slot %d does not hold this rank's data",
                  boot->rank);
-        free(hdrs);
         return XCOLL_ERR_BOOTSTRAP;
     }
-    for (size_t r = 0; r < size; r++) {
-        lens[r] = hdrs[2 * r];
-        local += hdrs[2 * r + 1] == mine_hdr[1];
-    }
-    free(hdrs);
+    for (size_t r = 0; r < size; r++)
+        local += topo->host_of[r] == topo->host_of[boot->rank];
     cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus > 0 && local > (size_t)cpus && !g_oversubscribed) {
         xc_info("%zu ranks share %ld CPUs on this node: waiting ranks will yield at once",
@@ -532,13 +610,14 @@ static xcoll_status_t exchange_addresses(const xcoll_bootstrap_t *boot, uint64_t
  * rather than wait for this one. */
 static void exchange_failed(const xcoll_bootstrap_t *boot)
 {
-    uint64_t mine_hdr[2] = {0, node_id()}, *hdrs = malloc((size_t)boot->size * sizeof(mine_hdr));
-    if (hdrs != NULL)
-        (void)boot->allgather(mine_hdr, hdrs, sizeof(mine_hdr), boot->ctx);
-    free(hdrs);
+    uint64_t none = 0, *lens = malloc((size_t)boot->size * sizeof(none));
+    if (lens != NULL)
+        (void)boot->allgather(&none, lens, sizeof(none), boot->ctx);
+    free(lens);
 }
 
-static xcoll_status_t ucx_comm_init(const xcoll_bootstrap_t *boot, void **tl_comm)
+static xcoll_status_t ucx_comm_init(const xcoll_bootstrap_t *boot, const struct xc_topo *topo,
+                                    void **tl_comm)
 {
     xc_ucx_comm_t *c;
     uint64_t *lens = NULL;
@@ -559,8 +638,12 @@ static xcoll_status_t ucx_comm_init(const xcoll_bootstrap_t *boot, void **tl_com
                  boot->rank, boot->size, XC_MAX_RANKS);
         return XCOLL_ERR_INVALID_ARG;
     }
+    if (topo == NULL || topo->size != boot->size) {
+        xc_error("UCX transport: no topology of %d ranks", boot->size);
+        return XCOLL_ERR_INVALID_ARG;
+    }
 
-    if (g_ucx.comms == 0 && (st = worker_create(boot->size)) != XCOLL_OK) {
+    if (g_ucx.comms == 0 && (st = worker_create(boot->size, topo->nhosts == 1)) != XCOLL_OK) {
         exchange_failed(boot);
         return st;
     }
@@ -585,16 +668,31 @@ static xcoll_status_t ucx_comm_init(const xcoll_bootstrap_t *boot, void **tl_com
         goto fail;
     }
 
-    st = exchange_addresses(boot, lens, &all, &slot);
+    st = exchange_addresses(boot, topo, lens, &all, &slot);
     if (st != XCOLL_OK)
         goto fail;
     for (int r = 0; r < boot->size; r++) {
-        st = ep_get(all + (size_t)r * slot, (size_t)lens[r], r, &c->peers[r]);
+        st = ep_get(all + (size_t)r * slot, (size_t)lens[r], r,
+                    topo->host_of[r] != topo->host_of[boot->rank], &c->peers[r]);
         if (st != XCOLL_OK)
             goto fail;
     }
     free(all);
     free(lens);
+    if (xc_log_level >= XC_LOG_INFO)
+        log_lanes(c, topo);
+    for (int r = 0; r < boot->size && !g_kernel_net; r++) {
+        char lanes[128];
+        if (topo->host_of[r] == topo->host_of[boot->rank])
+            continue;
+        ep_lanes(c->peers[r]->ep, lanes, sizeof(lanes));
+        if (strstr(lanes, "tcp/") != NULL) {
+            xc_debug("UCX: rank %d is reached over TCP: waiting ranks do not spin", r);
+            g_kernel_net = 1;
+            backoff_select(g_oversubscribed);
+        }
+        break; /* one peer on another node stands for all */
+    }
     *tl_comm = c;
     return XCOLL_OK;
 
@@ -607,8 +705,15 @@ fail:
 
 /* --- point to point ------------------------------------------------------------ */
 
-static xcoll_status_t post_result(ucs_status_ptr_t r, int is_recv, int peer, uint64_t tag,
-                                  size_t len, void **req)
+/* What a failed operation on a peer means: the peer gone, or a bad request. */
+static xcoll_status_t failure(const xc_ucx_ep_t *e, ucs_status_t s)
+{
+    return (e != NULL && e->failed != UCS_OK) || peer_gone(s) ? XCOLL_ERR_PEER_LOST
+                                                               : XCOLL_ERR_TRANSPORT;
+}
+
+static xcoll_status_t post_result(ucs_status_ptr_t r, int is_recv, xc_ucx_ep_t *ep, int peer,
+                                  uint64_t tag, size_t len, void **req)
 {
     xc_ucx_req_t *ur;
     if (r == NULL) {
@@ -626,11 +731,12 @@ static xcoll_status_t post_result(ucs_status_ptr_t r, int is_recv, int peer, uin
         xc_error("UCX %s of %zu bytes %s rank %d (tag 0x%016llx) failed: %s",
                  is_recv ? "receive" : "send", len, is_recv ? "from" : "to", peer,
                  (unsigned long long)tag, ucs_status_string(s));
-        return XCOLL_ERR_TRANSPORT;
+        return failure(ep, s);
     }
     ur = r;
     ur->tag = tag;
     ur->len = len;
+    ur->ep = ep;
     ur->peer = peer;
     ur->is_recv = is_recv;
     *req = r;
@@ -656,8 +762,8 @@ static xcoll_status_t ucx_isend(void *tl_comm, int peer, uint64_t tag, const voi
     param.op_attr_mask = 0;
     if (buf == NULL)
         buf = &g_dummy_byte;
-    return post_result(ucp_tag_send_nbx(c->peers[peer]->ep, buf, len, tag, &param), 0, peer,
-                       tag, len, req);
+    return post_result(ucp_tag_send_nbx(c->peers[peer]->ep, buf, len, tag, &param), 0,
+                       c->peers[peer], peer, tag, len, req);
 }
 
 static xcoll_status_t ucx_irecv(void *tl_comm, int peer, uint64_t tag, void *buf, size_t len,
@@ -675,7 +781,7 @@ static xcoll_status_t ucx_irecv(void *tl_comm, int peer, uint64_t tag, void *buf
     if (buf == NULL)
         buf = &g_dummy_byte;
     return post_result(ucp_tag_recv_nbx(g_ucx.worker, buf, len, tag, XC_TAG_MASK_ALL, &param), 1,
-                       peer, tag, len, req);
+                       c->peers[peer], peer, tag, len, req);
 }
 
 static xcoll_status_t ucx_test(void *tl_comm, void *req)
@@ -710,7 +816,7 @@ static xcoll_status_t ucx_test(void *tl_comm, void *req)
         xc_error("UCX %s of %zu bytes %s rank %d (tag 0x%016llx) failed: %s",
                  ur->is_recv ? "receive" : "send", ur->len, ur->is_recv ? "from" : "to",
                  ur->peer, (unsigned long long)ur->tag, ucs_status_string(s));
-        st = XCOLL_ERR_TRANSPORT;
+        st = failure(ur->ep, s);
     }
     ucp_request_free(req);
     return st;
@@ -817,6 +923,22 @@ static xcoll_status_t ucx_flush(void *tl_comm)
     return XCOLL_OK;
 }
 
+/* Why the connection to peer failed, or NULL while it is fine. */
+static const char *ucx_peer_lost(void *tl_comm, int peer)
+{
+    xc_ucx_comm_t *c = tl_comm;
+    if (c == NULL || peer < 0 || peer >= c->size || c->peers[peer] == NULL ||
+        c->peers[peer]->failed == UCS_OK)
+        return NULL;
+    return ucs_status_string(c->peers[peer]->failed);
+}
+
+static unsigned ucx_lost_count(void *tl_comm)
+{
+    (void)tl_comm;
+    return g_ucx.lost;
+}
+
 /* Whether this UCX moves CUDA memory itself (built with CUDA support and
  * its cuda transports loaded); Debian's does not, so xcoll stages. */
 static int ucx_device_memory(void *tl_comm)
@@ -845,4 +967,6 @@ const xc_transport_t xc_ucx_transport = {
     .arm = ucx_arm,
     .sleep = ucx_sleep,
     .disarm = ucx_disarm,
+    .peer_lost = ucx_peer_lost,
+    .lost_count = ucx_lost_count,
 };

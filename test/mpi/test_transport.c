@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "tag.h"
+#include "topo.h"
 #include "transport.h"
 
 /* TEST_TRANSPORT=shm: the shared-memory transport (with XCOLL_SHM=1) */
@@ -54,6 +55,21 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The topologies the transports were given: they must outlive them. */
+#define MAX_TOPOS 16
+static struct xc_topo *topos[MAX_TOPOS];
+static int ntopos;
+
+static struct xc_topo *topo_create(const xcoll_bootstrap_t *boot)
+{
+    struct xc_topo *t = NULL;
+    xcoll_status_t st = xc_topo_create(boot, 1, &t);
+    CHECK(st == XCOLL_OK && t != NULL && ntopos < MAX_TOPOS, "topology: %d", st);
+    if (t != NULL && ntopos < MAX_TOPOS)
+        topos[ntopos++] = t;
+    return t;
+}
+
 static void *comm_create(MPI_Comm *mc)
 {
     xcoll_bootstrap_t boot;
@@ -62,7 +78,10 @@ static void *comm_create(MPI_Comm *mc)
     MPI_Comm_size(*mc, &boot.size);
     boot.allgather = mpi_allgather;
     boot.ctx = mc;
-    xcoll_status_t st = tl->comm_init(&boot, &tc);
+    struct xc_topo *t = topo_create(&boot);
+    if (t == NULL)
+        return NULL;
+    xcoll_status_t st = tl->comm_init(&boot, t, &tc);
     CHECK(st == XCOLL_OK && tc != NULL, "comm_init: %d", st);
     return tc;
 }
@@ -393,15 +412,19 @@ static void check_comms(void)
     void *a, *b, *h;
     xcoll_bootstrap_t boot;
     void *tc = (void *)1;
+    struct xc_topo *t = NULL;
 
-    /* a failing bootstrap leaves nothing behind */
+    /* a failing bootstrap leaves nothing behind (the topology is one host's:
+     * it cannot be exchanged either) */
+    CHECK(xc_topo_from_ranks_per_node(world_size, world_size, &t) == XCOLL_OK, "topology");
     boot.rank = world_rank;
     boot.size = world_size;
     boot.allgather = failing_allgather;
     boot.ctx = NULL;
-    CHECK(tl->comm_init(&boot, &tc) == XCOLL_ERR_BOOTSTRAP && tc == NULL, "failing bootstrap");
+    CHECK(tl->comm_init(&boot, t, &tc) == XCOLL_ERR_BOOTSTRAP && tc == NULL, "failing bootstrap");
     boot.size = (int)XC_MAX_RANKS + 1;
-    CHECK(tl->comm_init(&boot, &tc) != XCOLL_OK, "too many ranks accepted");
+    CHECK(tl->comm_init(&boot, t, &tc) != XCOLL_OK, "too many ranks accepted");
+    xc_topo_free(t);
 
     a = comm_create(&world);
     b = comm_create(&world); /* shares a's endpoints */
@@ -770,6 +793,8 @@ int main(int argc, char **argv)
                total ? "FAILED" : "passed", total);
     if (!quick && total == 0)
         measure(argc > 2 ? atoi(argv[2]) : 1000, argc > 3 ? atoi(argv[3]) : 2);
+    while (ntopos > 0)
+        xc_topo_free(topos[--ntopos]);
     MPI_Finalize();
     return total ? 1 : 0;
 }

@@ -496,9 +496,11 @@ static void lb_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
     (void)max_wait_us;
 }
 
-static xcoll_status_t lb_comm_init(const xcoll_bootstrap_t *boot, void **tl_comm)
+static xcoll_status_t lb_comm_init(const xcoll_bootstrap_t *boot, const struct xc_topo *topo,
+                                   void **tl_comm)
 {
     (void)boot;
+    (void)topo;
     *tl_comm = NULL;
     xc_error("loopback: comm_init is not used; take endpoints from lb_comm()");
     return XCOLL_ERR_UNSUPPORTED;
