@@ -3,7 +3,7 @@
 # <coll>-n<N>x2-<shape>-<algorithm or default>-run<K>.csv. Every number is
 # the median over the runs; a ratio is the median of the runs' own ratios.
 # Needs bench/stats.awk first (median, human).
-# Variables (-v): date elapsed rev ompi runs quick nodes_list shapes colls
+# Variables (-v): date elapsed rev ompi runs algo_runs quick configs colls
 # iters budget load_start load_end delay_note failed.
 BEGIN { FS = "," }
 # microseconds, three significant digits
@@ -52,27 +52,37 @@ END {
     print "The nodes are Linux namespaces on this one 2-core machine (`scripts/cluster.sh`): every"
     print "node its own network stack, host name, System V IPC and /dev/shm, one veth link to a"
     print "bridge. Between nodes UCX carries the bytes over TCP (tcp/eth0); inside a node xcoll's"
-    print "shared memory. Open MPI " ompi " runs in the same jobs (ob1/ucx as it picks). All"
+    print "shared memory. Open MPI " ompi " runs in the same jobs. All"
     print "ranks share the 2 cores: 4 nodes x 2 ranks is 8 ranks on 2 cores, and TCP's copies"
     print "through the kernel cost the same cores as the reductions, so an unshaped link is"
-    print "bounded by CPU, not by a wire. The shaped runs limit every node's link to 10 Gbit/s each"
-    print "way (tc on both ends of the veth)" (delay_note != "" ? "; " delay_note "." : ", 25 us one way.")
+    print "bounded by CPU, not by a wire. The shaped runs limit every node's link to the rate shown,"
+    print "each way (tc on both ends of the veth)" (delay_note != "" ? "; " delay_note "." : ", and delay it 25 us one way.")
+    print "10 Gbit/s is about what this machine's TCP over veth carries anyway; 1 Gbit/s makes the"
+    print "link the bottleneck, the case the hierarchical algorithms are for."
+    print ""
+    print "Open MPI runs with `--mca mpi_yield_when_idle 1`: its default busy polling starves the"
+    print "kernel's TCP processing on the shared cores (about 4 ms a small allreduce at 2 nodes x 2"
+    print "ranks); yielding is its best setting here. Its collectives go over ob1 and the TCP BTL"
+    print "(its UCX PML declines TCP-only UCX). xcoll's waiting is its default."
     print ""
     print "Method: `xcoll-perf -b 16 -e 64M -f 4 -n " iters " --budget " budget " -a 3 --no-inplace`, float32"
     print "sum, the slowest rank's time; the default selection with `--vs-mpi` (xcoll and Open MPI"
-    print "alternate per iteration in one job), then each algorithm forced (`--algo`), " runs " run(s)"
-    print "in turn, medians. Times in microseconds; MPI/xcoll > 1 means xcoll is faster. Load"
+    print "alternate per iteration in one job) in " runs " run(s), each algorithm forced (`--algo`) in the"
+    print "first " algo_runs ", medians. Times in microseconds; MPI/xcoll > 1 means xcoll is faster. Load"
     print "average " load_start " at the start, " load_end " at the end. Wrong results: " (wrong + 0) " (of " rows " rows)."
     if (failed != "") print "\nFailed jobs (their rows are missing): " failed
     print ""
 
-    nn = split(nodes_list, nl, " "); ns = split(shapes, sl, " "); nc = split(colls, cl, " ")
+    ncf = split(configs, cf, " "); nc = split(colls, cl, " ")
+    for (i = 1; i <= ncf; i++) {
+        split(cf[i], kv, ":"); cfn[i] = kv[1]; cfs[i] = kv[2]; cft[i] = "n" kv[1] "x2-" kv[2]
+    }
     for (k in t_l) t[k] = median(t_l[k])
     for (k in m_l) m[k] = median(m_l[k])
     for (k in r_l) r[k] = median(r_l[k])
-    for (si = 1; si <= ns; si++) for (ni = 1; ni <= nn; ni++) {
-        cfg = "n" nl[ni] "x2-" sl[si]
-        print "### " nl[ni] " nodes x 2 ranks, links " (sl[si] == "none" ? "unshaped" : sl[si])
+    for (i = 1; i <= ncf; i++) {
+        cfg = cft[i]
+        print "### " cfn[i] " nodes x 2 ranks, links " (cfs[i] == "none" ? "unshaped" : cfs[i])
         print ""
         for (ci = 1; ci <= nc; ci++) {
             c = cl[ci]
@@ -120,13 +130,13 @@ END {
     print ""
     print "| links | nodes | collective | default vs MPI from 1 MiB (min; goal >= 1.3) | hier vs flat from 1 MiB (flat/hier, min-max; goal >= 1.5 when the link limits) | default within 10% of the best algorithm |"
     print "|---|---:|---|---:|---:|---|"
-    for (si = 1; si <= ns; si++) for (ni = 1; ni <= nn; ni++) for (ci = 1; ci <= nc; ci++) {
-        c = cl[ci]; cfg = "n" nl[ni] "x2-" sl[si]; g = c SUBSEP cfg
+    for (i = 1; i <= ncf; i++) for (ci = 1; ci <= nc; ci++) {
+        c = cl[ci]; cfg = cft[i]; g = c SUBSEP cfg
         if (!(g in picks) && !(g in minratio)) continue
         hcell = (g in hmin) ? sprintf("%.2f-%.2f (vs %s)", hmin[g], hmax[g], flat_of(c)) : "-"
         wcell = (g in picks) ? (winner[g] + 0) " of " picks[g] " sizes" : "-"
         if (missed_sizes[g] != "") wcell = wcell "; not at" missed_sizes[g]
-        print "| " (sl[si] == "none" ? "unshaped" : sl[si]) " | " nl[ni] " | " c " | " \
+        print "| " (cfs[i] == "none" ? "unshaped" : cfs[i]) " | " cfn[i] " | " c " | " \
             ratio_cell(minratio[g], 1.3) " | " hcell " | " wcell " |"
     }
     print ""

@@ -151,7 +151,7 @@ loss_run() {
     # recovery on: mpirun must not kill the survivors when a node goes
     "$XCOLL_CLUSTER_MPIRUN" --mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0 \
         -np 6 "$top_builddir/test/cluster/test_nodeloss" --timeout "$tmo" --limit "$limit" \
-        > "$out" 2> "$err" &
+        --linger $((limit + 1)) > "$out" 2> "$err" &
     job=$!
     i=0
     while [ $i -lt 600 ] && ! grep -q "test_nodeloss: ready" "$out" 2> /dev/null; do
@@ -168,7 +168,7 @@ loss_run() {
     # the four survivors report, then mpirun (which waits for the lost
     # node's daemon forever, with recovery on) is stopped
     i=0
-    while [ $i -lt 300 ] && [ "$(grep -c 'destroy returned' "$out")" -lt 4 ]; do
+    while [ $i -lt $(((limit * 2 + 30) * 10)) ] && [ "$(grep -c 'destroy returned' "$out")" -lt 4 ]; do
         sleep 0.1
         i=$((i + 1))
     done

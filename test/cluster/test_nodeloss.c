@@ -9,11 +9,14 @@
  * xcoll_comm_destroy must return. Nothing may fail before the node goes,
  * and the data must be right until then.
  *
- * Usage: test_nodeloss [--timeout S] [--limit S] [--seconds S]
+ * Usage: test_nodeloss [--timeout S] [--limit S] [--seconds S] [--linger S]
  *   --timeout S  xcoll's timeout (xcoll_config_t.timeout_s; 0 = none)
  *   --limit S    a surviving rank must fail within S seconds of its last
  *                good collective (default: the timeout, or 5 without one)
  *   --seconds S  give up (exit 1) if nothing failed after S seconds (default 60)
+ *   --linger S   wait S seconds between the failure and the destroy (default 0):
+ *                a destroy closes connections, and a survivor still deciding
+ *                would rightly count the destroyed rank as lost too
  * Prints, on stdout, one line per rank at the start ("rank R of P on HOST"),
  * "ready" (rank 0) once 20 rounds passed, and per surviving rank
  * "rank R: <collective> failed after T s: <status>" and
@@ -48,7 +51,7 @@ static int arg_double(int argc, char **argv, int *i, double *out)
 
 int main(int argc, char **argv)
 {
-    double timeout = 0, limit = -1, seconds = 60, t0, last_good, t;
+    double timeout = 0, limit = -1, seconds = 60, linger = 0, t0, last_good, t;
     int rank, size, i, round, bad = 0;
     char host[256] = "?";
     xcoll_config_t cfg;
@@ -64,10 +67,12 @@ int main(int argc, char **argv)
         double *dst = strcmp(argv[i], "--timeout") == 0   ? &timeout
                       : strcmp(argv[i], "--limit") == 0   ? &limit
                       : strcmp(argv[i], "--seconds") == 0 ? &seconds
+                      : strcmp(argv[i], "--linger") == 0  ? &linger
                                                           : NULL;
         if (dst == NULL || arg_double(argc, argv, &i, dst) != 0) {
             if (rank == 0)
-                fprintf(stderr, "usage: test_nodeloss [--timeout S] [--limit S] [--seconds S]\n");
+                fprintf(stderr, "usage: test_nodeloss [--timeout S] [--limit S] [--seconds S] "
+                                "[--linger S]\n");
             MPI_Finalize();
             return 2;
         }
@@ -149,6 +154,11 @@ int main(int argc, char **argv)
     if (xcoll_barrier(comm) != XCOLL_ERR_COMM_FAILED)
         printf("test_nodeloss: rank %d: FAIL: a barrier after the failure did not return "
                "XCOLL_ERR_COMM_FAILED\n", rank);
+    fflush(stdout);
+    if (linger > 0) {
+        struct timespec ts = {(time_t)linger, (long)((linger - (double)(time_t)linger) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
     t = now_s();
     st = xcoll_comm_destroy(comm);
     printf("test_nodeloss: rank %d: destroy returned %s in %.2f s\n", rank, xcoll_strerror(st),
