@@ -18,17 +18,13 @@
  * became the default within a node, 2026-12-02): the numbers,
  * the commands and the reasons for each threshold are in docs/TUNING.md.
  * Every collective has rules covering 0-inf, so any call finds a rule; the
- * "|ring"-style second candidates only matter if the first declines.
- * hier was measured across namespace nodes (docs/PERFORMANCE.md, "Across
- * nodes"): from 1 MiB it beat the flat algorithms at 2 nodes x 2 ranks; on
- * one node, or one rank per node, it declines and the rule is the old one. */
+ * "|ring"-style second candidates only matter if the first declines. */
 const char xc_tune_defaults[] =
     "allreduce:0-4k:recdbl|ring,4k-16k:dbtree|ring,16k-64k:ring,64k-256k:dbtree|ring,"
     "256k-inf:rabenseifner|ring\n"
     "allreduce@2:4k-1m:recdbl|ring,1m-4m:rabenseifner|ring,4m-inf:ring\n"
     "allreduce@5-8:16k-64k:reduce_bcast|ring\n"
     "allreduce@3-8:0-1k:direct|recdbl\n"
-    "allreduce@4-inf:1m-inf:hier|rabenseifner|ring\n"
     "bcast:0-1m:binomial,1m-inf:chain|binomial\n"
     "bcast@5-8:8k-256k:linear|binomial,256k-4m:binomial,4m-inf:linear|binomial\n"
     "reduce:0-inf:binomial\n"

@@ -52,7 +52,9 @@ case "$($MPIRUN --version 2>&1)" in
 esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xcoll-dropin.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT INT TERM
+# a signal ends the run (a trap alone would clean up and carry on without $work)
+trap 'rm -rf "$work"' EXIT
+trap 'exit 143' INT TERM
 failures=0
 
 fail() {

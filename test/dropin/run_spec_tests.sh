@@ -51,7 +51,8 @@ case "$($MPIRUN --version 2>&1)" in
 esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/xcoll-spec.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT
+trap 'exit 143' INT TERM
 failures=0
 fail() {
     echo "FAIL: $*"
