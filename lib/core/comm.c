@@ -207,7 +207,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
      * use this one exchange. The topology fails on every rank alike; the
      * transport fails collectively by itself (a rank without a worker
      * sends no address). */
-    rc = xc_topo_create(boot, 1, &comm->topo);
+    rc = xc_topo_create(boot, &comm->topo);
     if (rc == XCOLL_OK)
         rc = comm->tl->comm_init(boot, comm->topo, &comm->tl_comm);
     if (rc == XCOLL_OK && cfg->progress_thread &&

@@ -134,7 +134,7 @@ typedef struct {
     int64_t ranks_per_node; /* the override, 0 if unset, -1 if malformed */
 } topo_hello_t;
 
-xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, int ok, struct xc_topo **out)
+xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, struct xc_topo **out)
 {
     topo_hello_t me, *all;
     const char *env = getenv("XCOLL_TOPO_RANKS_PER_NODE");
@@ -154,8 +154,6 @@ xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, int ok, struct xc_t
             xc_error("XCOLL_TOPO_RANKS_PER_NODE=\"%s\": expected a positive integer", env);
         me.ranks_per_node = *end != '\0' || k < 1 || k > (1L << 30) ? -1 : k;
     }
-    if (!ok)
-        me.ranks_per_node = -2; /* this rank failed before: all fail with it */
     all = calloc((size_t)boot->size, sizeof(*all));
     keys = calloc((size_t)boot->size, sizeof(*keys));
     if (all == NULL || keys == NULL) {
@@ -169,12 +167,6 @@ xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, int ok, struct xc_t
         goto out;
     }
     for (r = 0; r < boot->size; r++) {
-        if (all[r].ranks_per_node == -2) {
-            if (r != boot->rank)
-                xc_error("rank %d could not create the communicator (see its log)", r);
-            rc = XCOLL_ERR_TRANSPORT;
-            goto out;
-        }
         if (all[r].ranks_per_node < 0) {
             if (r != boot->rank)
                 xc_error("topology: rank %d has a malformed XCOLL_TOPO_RANKS_PER_NODE", r);

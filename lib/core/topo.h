@@ -49,9 +49,9 @@ xcoll_status_t xc_topo_from_ranks_per_node(int size, int k, struct xc_topo **out
 /* Collective over the bootstrap: every rank contributes its node key
  * (xc_node_key). XCOLL_TOPO_RANKS_PER_NODE=k (rank 0's value wins, so
  * ranks never disagree) replaces the detected nodes with fake ones (not
- * the hosts). ok 0: this rank failed before; it still takes part, and
- * every rank fails. */
-xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, int ok, struct xc_topo **out);
+ * the hosts). It runs first in communicator creation, so no rank has
+ * failed before it. */
+xcoll_status_t xc_topo_create(const xcoll_bootstrap_t *boot, struct xc_topo **out);
 
 void xc_topo_free(struct xc_topo *t);
 

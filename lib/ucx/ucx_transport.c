@@ -490,25 +490,35 @@ static void ep_lanes(ucp_ep_h ep, char *buf, size_t len)
     free(text);
 }
 
-/* Says at info level which transports reach this rank's peers: one peer
- * of each kind (itself, this node, another node) stands for all. */
-static void log_lanes(const xc_ucx_comm_t *c, const struct xc_topo *topo)
+/* The lowest rank other than this one on this host (same 1) or on
+ * another (same 0), or -1: one peer of each kind stands for all. */
+static int first_peer(const xc_ucx_comm_t *c, const struct xc_topo *topo, int same)
+{
+    for (int r = 0; r < c->size; r++)
+        if (r != c->rank && (topo->host_of[r] == topo->host_of[c->rank]) == same)
+            return r;
+    return -1;
+}
+
+/* After the endpoints exist: says at info level which transports reach
+ * this rank's peers, and stops spinning when another node is reached over
+ * the kernel's TCP (g_kernel_net). */
+static void note_lanes(const xc_ucx_comm_t *c, const struct xc_topo *topo)
 {
     char self[128], local[128], remote[128];
-    int me = c->rank, any_local = -1, any_remote = -1;
-    for (int r = 0; r < c->size; r++) {
-        if (r == me)
-            continue;
-        if (topo->host_of[r] == topo->host_of[me] && any_local < 0)
-            any_local = r;
-        if (topo->host_of[r] != topo->host_of[me] && any_remote < 0)
-            any_remote = r;
+    int any_local = first_peer(c, topo, 1), any_remote = first_peer(c, topo, 0);
+    if (any_remote >= 0 && (xc_log_level >= XC_LOG_INFO || !g_kernel_net))
+        ep_lanes(c->peers[any_remote]->ep, remote, sizeof(remote));
+    if (any_remote >= 0 && !g_kernel_net && strstr(remote, "tcp/") != NULL) {
+        xc_debug("UCX: rank %d is reached over TCP: waiting ranks do not spin", any_remote);
+        g_kernel_net = 1;
+        backoff_select(g_oversubscribed);
     }
-    ep_lanes(c->peers[me]->ep, self, sizeof(self));
+    if (xc_log_level < XC_LOG_INFO)
+        return;
+    ep_lanes(c->peers[c->rank]->ep, self, sizeof(self));
     if (any_local >= 0)
         ep_lanes(c->peers[any_local]->ep, local, sizeof(local));
-    if (any_remote >= 0)
-        ep_lanes(c->peers[any_remote]->ep, remote, sizeof(remote));
     xc_info("UCX: to ranks on other nodes %s; to ranks on this node %s; to itself %s",
             any_remote >= 0 ? remote : "(none)", any_local >= 0 ? local : "(none)", self);
 }
@@ -679,20 +689,7 @@ static xcoll_status_t ucx_comm_init(const xcoll_bootstrap_t *boot, const struct 
     }
     free(all);
     free(lens);
-    if (xc_log_level >= XC_LOG_INFO)
-        log_lanes(c, topo);
-    for (int r = 0; r < boot->size && !g_kernel_net; r++) {
-        char lanes[128];
-        if (topo->host_of[r] == topo->host_of[boot->rank])
-            continue;
-        ep_lanes(c->peers[r]->ep, lanes, sizeof(lanes));
-        if (strstr(lanes, "tcp/") != NULL) {
-            xc_debug("UCX: rank %d is reached over TCP: waiting ranks do not spin", r);
-            g_kernel_net = 1;
-            backoff_select(g_oversubscribed);
-        }
-        break; /* one peer on another node stands for all */
-    }
+    note_lanes(c, topo);
     *tl_comm = c;
     return XCOLL_OK;
 

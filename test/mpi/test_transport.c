@@ -63,7 +63,7 @@ static int ntopos;
 static struct xc_topo *topo_create(const xcoll_bootstrap_t *boot)
 {
     struct xc_topo *t = NULL;
-    xcoll_status_t st = xc_topo_create(boot, 1, &t);
+    xcoll_status_t st = xc_topo_create(boot, &t);
     CHECK(st == XCOLL_OK && t != NULL && ntopos < MAX_TOPOS, "topology: %d", st);
     if (t != NULL && ntopos < MAX_TOPOS)
         topos[ntopos++] = t;
