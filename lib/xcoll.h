@@ -59,10 +59,12 @@ typedef enum {
     XCOLL_ERR_INVALID_COMM   =  -5, /* NULL, never created, or already destroyed */
     XCOLL_ERR_OVERFLOW       =  -6, /* count * element size (* ranks) does not fit in size_t */
     XCOLL_ERR_NO_MEMORY      =  -7,
-    XCOLL_ERR_TRANSPORT      =  -8, /* UCX or shared memory failed (a peer gone, or corrupt) */
+    XCOLL_ERR_TRANSPORT      =  -8, /* UCX or shared memory failed (corrupt, or could not be
+                                     * set up on some rank); a lost peer is PEER_LOST */
     XCOLL_ERR_TIMEOUT        =  -9, /* the collective did not complete within the timeout;
                                        keep its buffers until the comm is destroyed */
-    XCOLL_ERR_COMM_FAILED    = -10, /* an earlier collective failed; destroy the communicator */
+    XCOLL_ERR_COMM_FAILED    = -10, /* an earlier collective failed, or a peer failed in this
+                                     * one; destroy the communicator */
     XCOLL_ERR_TRUNCATED      = -11, /* a peer sent a different number of bytes than expected */
     XCOLL_ERR_BOOTSTRAP      = -12, /* the bootstrap allgather failed */
     XCOLL_ERR_UNSUPPORTED    = -13, /* valid request this build cannot serve (e.g. CUDA stream without CUDA) */
@@ -73,7 +75,10 @@ typedef enum {
                                      * stays usable */
     XCOLL_ERR_PEER_LOST      = -16  /* a rank this call waits for is gone: the transport lost
                                      * its connection (its process or node died, or the
-                                     * network to it failed); the log names it. Destroy the
+                                     * network to it failed), or another rank reported such a
+                                     * loss; the log names it. Only ranks on other hosts are
+                                     * watched (UCX peer error handling): a dead rank on this
+                                     * host is found by the timeout alone. Destroy the
                                      * communicator */
 } xcoll_status_t;
 
@@ -126,7 +131,9 @@ typedef enum {
 /* Options for a communicator. Always start from xcoll_config_init(). */
 typedef struct {
     /* Seconds a collective may wait without progress before it fails with
-     * XCOLL_ERR_TIMEOUT; 0 waits forever. It then asks the other ranks where
+     * XCOLL_ERR_TIMEOUT; 0 waits forever, unless a rank on another host is
+     * lost or a peer reports a failure (XCOLL_ERR_PEER_LOST or
+     * XCOLL_ERR_COMM_FAILED within about a second). It then asks the other ranks where
      * they are, for a quarter of the timeout (0.2 to 2 s), and logs the
      * cause ("allreduce seq 100 (comm 1) timed out: rank 2 never entered
      * it") before it returns. A point-to-point call fails at once. Default:

@@ -205,8 +205,9 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     /* Where every rank runs, first: the algorithms and the transports (which
      * peers shared memory reaches, how many ranks share this node's CPUs)
      * use this one exchange. The topology fails on every rank alike; the
-     * transport fails collectively by itself (a rank without a worker
-     * sends no address). */
+     * transports fail collectively by themselves (a rank without a worker
+     * sends no address, one that failed after the address exchange says
+     * so in shared memory's first exchange). */
     rc = xc_topo_create(boot, &comm->topo);
     if (rc == XCOLL_OK)
         rc = comm->tl->comm_init(boot, comm->topo, &comm->tl_comm);

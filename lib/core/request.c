@@ -88,7 +88,7 @@ static void log_lost(const struct xcoll_request_s *r)
     char list[160], where[64];
     const char *why = NULL;
     size_t len = 0;
-    int p, n = 0;
+    int p, n = 0, cut = 0;
     if (tl->peer_lost == NULL)
         return;
     list[0] = '\0';
@@ -99,8 +99,8 @@ static void log_lost(const struct xcoll_request_s *r)
         why = why != NULL ? why : w;
         if (len + 16 < sizeof(list))
             len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", n ? "," : "", p);
-        else if (len + 4 < sizeof(list))
-            len += (size_t)snprintf(list + len, sizeof(list) - len, ",...");
+        else if (!cut && len + 4 < sizeof(list))
+            len += (size_t)snprintf(list + len, sizeof(list) - len, ",..."), cut = 1;
         n++;
     }
     if (r->exec.is_p2p)
@@ -108,8 +108,8 @@ static void log_lost(const struct xcoll_request_s *r)
     else
         snprintf(where, sizeof(where), "seq %u, comm %u", r->exec.seq, r->comm->id);
     if (n == 0)
-        xc_error("%s (%s): a peer is lost (the transport said so on a send to it)", r->what,
-                 where);
+        xc_error("%s (%s): a peer is lost (a send to it failed, or another rank said so)",
+                 r->what, where);
     else
         xc_error("%s (%s): rank%s %s %s lost: the connection failed (%s); the process or node "
                  "is gone, or the network to it", r->what, where, n > 1 ? "s" : "", list,

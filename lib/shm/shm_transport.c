@@ -802,7 +802,7 @@ typedef struct {
     uint64_t probe_val;
     int64_t pid;
     int32_t want;
-    int32_t pad_;
+    int32_t failed; /* this rank's transports failed: every rank fails */
 } hello_t;
 
 typedef struct {
@@ -923,9 +923,10 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot, const struct x
         return -2;
     }
     if (names == NULL || all_mapped == NULL || c->local_of == NULL) {
-        /* refuse in the first exchange: every rank then stops after it */
+        /* fail in the first exchange: every rank then fails after it */
         xc_error("out of memory for the shared-memory setup of %d ranks", c->size);
         me.want = 0;
+        me.failed = 1;
         (void)boot->allgather(&me, hello, sizeof(me), boot->ctx);
         free(hello);
         free(names);
@@ -935,6 +936,17 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot, const struct x
     if (boot->allgather(&me, hello, sizeof(me), boot->ctx) != 0) {
         xc_error("shared memory: the bootstrap allgather failed");
         goto fail_boot;
+    }
+    for (size_t r = 0; r < n; r++) {
+        if (hello[r].failed) {
+            xc_error("rank %zu could not set up its transports (see its log): the "
+                     "communicator fails on every rank", r);
+            unmap_all(c);
+            free(hello);
+            free(names);
+            free(all_mapped);
+            return -3;
+        }
     }
     /* where messages switch to UCX or CMA must be the same on every rank */
     c->max_len = (size_t)me.max_len;
@@ -1143,8 +1155,9 @@ static void shm_comm_fini(void *tl_comm)
 }
 
 /* A rank that cannot set up this transport still takes part in the first
- * exchange, refusing shared memory, so that every rank stops after it and
- * the bootstrap stays in step (the topology exchange then fails them all). */
+ * exchange, saying it failed, so that every rank fails after it and the
+ * bootstrap stays in step (UCX may fail on one rank only, after its
+ * exchanges: an endpoint it could not create). */
 static void join_refusing(const xcoll_bootstrap_t *boot)
 {
     hello_t me, *hello;
@@ -1154,6 +1167,7 @@ static void join_refusing(const xcoll_bootstrap_t *boot)
     if (hello == NULL)
         return;
     memset(&me, 0, sizeof(me));
+    me.failed = 1;
     (void)boot->allgather(&me, hello, sizeof(me), boot->ctx);
     free(hello);
 }
@@ -1188,7 +1202,9 @@ static xcoll_status_t shm_comm_init(const xcoll_bootstrap_t *boot, const struct 
     on = setup(c, boot, topo);
     if (on < 0) {
         shm_comm_fini(c);
-        return on == -2 ? XCOLL_ERR_NO_MEMORY : XCOLL_ERR_BOOTSTRAP;
+        return on == -2 ? XCOLL_ERR_NO_MEMORY
+               : on == -3 ? XCOLL_ERR_TRANSPORT
+                          : XCOLL_ERR_BOOTSTRAP;
     }
     if (on) {
         c->next_live = g_live;

@@ -359,7 +359,10 @@ static xcoll_status_t ep_get(const void *addr, size_t len, int rank, int remote,
 
     if (g_ucx.nbuckets != 0) {
         for (e = g_ucx.buckets[h & (g_ucx.nbuckets - 1)]; e != NULL; e = e->next) {
-            if (e->hash == h && e->addr_len == len && memcmp(e->addr, addr, len) == 0) {
+            /* a failed endpoint is never reused: UCX wants it closed, and
+             * the peer may be alive (a network hiccup) */
+            if (e->hash == h && e->addr_len == len && e->failed == UCS_OK &&
+                memcmp(e->addr, addr, len) == 0) {
                 e->refs++;
                 *out = e;
                 return XCOLL_OK;
