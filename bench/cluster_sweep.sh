@@ -14,7 +14,10 @@
 # bench/results/cluster/.
 #
 #   bench/cluster_sweep.sh [--quick] [--runs R] [--algo-runs A] [--configs "2:none 4:10gbit ..."]
-#                          [--colls "allreduce ..."] [--out FILE.md]
+#                          [--colls "allreduce ..."] [--out FILE.md] [--report]
+#
+# --report runs nothing: it writes the section again from the CSV files
+# already in bench/results/cluster/ (say, runs of two sweeps put together).
 #
 # Needs root (the namespaces). XCOLL_PERF: the xcoll-perf binary (default
 # build/bin/xcoll-perf). --quick stops at 1 MiB, one run, to try it out.
@@ -68,6 +71,7 @@ maxbytes=64M
 iters=40
 budget=256M
 quick=0
+report=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) quick=1; maxbytes=1M; iters=10; budget=16M; runs=1; configs="2:none" ;;
@@ -76,6 +80,7 @@ while [ $# -gt 0 ]; do
     --colls) colls=$2; shift ;;
     --algo-runs) algo_runs=$2; shift ;;
     --out) out=$2; shift ;;
+    --report) report=1 ;;
     -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "cluster_sweep.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -87,15 +92,16 @@ for b in "$XCOLL_PERF" "$XCOLL_INFO"; do
     [ -x "$b" ] || { echo "cluster_sweep.sh: $b is not built (set XCOLL_PERF)" >&2; exit 2; }
 done
 cluster=$top/scripts/cluster.sh
-"$cluster" check || exit $?
+[ "$report" = 1 ] || "$cluster" check || exit $?
 # a collective that makes no progress fails (and xcoll-perf aborts) instead of hanging
 XCOLL_TIMEOUT=${XCOLL_TIMEOUT:-60}
 export XCOLL_PERF XCOLL_INFO XCOLL_TIMEOUT
 
 mkdir -p "$results"
-rm -f "$results"/*.csv "$results"/*.err "$results/failed"
+[ "$report" = 1 ] || rm -f "$results"/*.csv "$results"/*.err "$results/failed"
 start=$(date +%s)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+[ "$report" = 1 ] && configs= load_start="(not kept)"
 # the 25 us delay needs netem; without it the rate alone
 delay_opts="--delay 25us" delay_note=
 if ! "$cluster" check --delay 25us > /dev/null 2>&1; then
@@ -114,6 +120,10 @@ for cfg in $configs; do
 done
 elapsed=$(($(date +%s) - start))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+if [ "$report" = 1 ]; then
+    elapsed="written again from earlier runs' CSV" load_end="(not kept)"
+    configs=$(ls "$results"/*.csv | sed -n 's/.*-n\([0-9]*\)x2-\([^-]*\)-default-run1\.csv$/\1:\2/p' | sort -u | tr '\n' ' ')
+fi
 
 rev=$(git -C "$top" rev-parse --short HEAD 2> /dev/null || echo unknown)
 git -C "$top" diff --quiet HEAD 2> /dev/null || rev="$rev + uncommitted changes"
@@ -134,5 +144,6 @@ awk -v section="$section" '
     END { if (!done) { print ""; while ((getline l < section) > 0) print l } }
 ' "$out" > "$tmp"
 mv "$tmp" "$out"
-echo "cluster_sweep.sh: wrote the 'Across nodes' section of $out in $elapsed s" >&2
+[ "$report" = 1 ] || elapsed="$elapsed s"
+echo "cluster_sweep.sh: wrote the 'Across nodes' section of $out ($elapsed)" >&2
 [ ! -s "$results/failed" ]

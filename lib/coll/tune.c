@@ -21,15 +21,17 @@
  * "|ring"-style second candidates only matter if the first declines.
  * hier (across nodes: docs/TUNING.md, "Across nodes") declines on one node
  * and where every node has one rank, so its two rules leave the
- * single-node choice in force there; the grammar has no node count, so
- * the rank count stands in for it (4 ranks: 2 nodes x 2 measured). */
+ * single-node choice in force there (each rule lists it after hier); the
+ * grammar has no node count, so the rank count stands in for it (4 ranks:
+ * 2 nodes x 2 measured, where hier won at every size). */
 const char xc_tune_defaults[] =
     "allreduce:0-4k:recdbl|ring,4k-16k:dbtree|ring,16k-64k:ring,64k-256k:dbtree|ring,"
     "256k-inf:rabenseifner|ring\n"
     "allreduce@2:4k-1m:recdbl|ring,1m-4m:rabenseifner|ring,4m-inf:ring\n"
     "allreduce@5-8:16k-64k:reduce_bcast|ring\n"
     "allreduce@3-8:0-1k:direct|recdbl\n"
-    "allreduce@4:1m-inf:hier|rabenseifner|ring\n"
+    "allreduce@4:0-1k:hier|direct|recdbl,1k-4k:hier|recdbl|ring,4k-16k:hier|dbtree|ring,"
+    "16k-64k:hier|ring,64k-256k:hier|dbtree|ring,256k-inf:hier|rabenseifner|ring\n"
     "allreduce@5-inf:16m-inf:hier|rabenseifner|ring\n"
     "bcast:0-1m:binomial,1m-inf:chain|binomial\n"
     "bcast@5-8:8k-256k:linear|binomial,256k-4m:binomial,4m-inf:linear|binomial\n"
