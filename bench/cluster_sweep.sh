@@ -118,7 +118,7 @@ for cfg in $configs; do
         sh "$self" --inside "$tag" "$runs" "$colls" "$algo_runs" "$maxbytes" "$iters" "$budget" \
         "$results" || echo "cluster_sweep.sh: the $tag cluster failed" >&2
 done
-elapsed=$(($(date +%s) - start))
+elapsed="$(($(date +%s) - start)) s"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 if [ "$report" = 1 ]; then
     elapsed="written again from earlier runs' CSV" load_end="(not kept)"
@@ -144,6 +144,5 @@ awk -v section="$section" '
     END { if (!done) { print ""; while ((getline l < section) > 0) print l } }
 ' "$out" > "$tmp"
 mv "$tmp" "$out"
-[ "$report" = 1 ] || elapsed="$elapsed s"
 echo "cluster_sweep.sh: wrote the 'Across nodes' section of $out ($elapsed)" >&2
 [ ! -s "$results/failed" ]

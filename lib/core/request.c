@@ -99,8 +99,10 @@ static void log_lost(const struct xcoll_request_s *r)
         why = why != NULL ? why : w;
         if (len + 16 < sizeof(list))
             len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", n ? "," : "", p);
-        else if (!cut && len + 4 < sizeof(list))
-            len += (size_t)snprintf(list + len, sizeof(list) - len, ",..."), cut = 1;
+        else if (!cut && len + 4 < sizeof(list)) {
+            len += (size_t)snprintf(list + len, sizeof(list) - len, ",...");
+            cut = 1;
+        }
         n++;
     }
     if (r->exec.is_p2p)

@@ -899,7 +899,7 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot, const struct x
     hello_t me, *hello = NULL;
     names_t mine, *names = NULL;
     int32_t mapped, *all_mapped = NULL;
-    int on = 0, ok, all_want = 1, shared = 0;
+    int on = 0, ok, all_want = 1, shared = 0, failed = -1;
     size_t n = (size_t)c->size;
 
     hello = calloc(n, sizeof(*hello));
@@ -941,11 +941,8 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot, const struct x
         if (hello[r].failed) {
             xc_error("rank %zu could not set up its transports (see its log): the "
                      "communicator fails on every rank", r);
-            unmap_all(c);
-            free(hello);
-            free(names);
-            free(all_mapped);
-            return -3;
+            failed = -3;
+            goto fail_boot;
         }
     }
     /* where messages switch to UCX or CMA must be the same on every rank */
@@ -1098,7 +1095,7 @@ fail_boot:
     free(hello);
     free(names);
     free(all_mapped);
-    return -1;
+    return failed;
 }
 
 /* --- the transport ----------------------------------------------------------------- */

@@ -152,17 +152,29 @@ if [ -n "$comp_preload" ]; then
 fi
 pmpi_preload=$(with_preload "$PMPI_LIB")
 
+# plain_at NP: plain MPI's output at NP ranks, the reference every check
+# compares with, in $work/plain.NP: run once per rank count (the checks
+# after the loop need counts DROPIN_NPS may not name); a failed run is
+# reported once, and returns 1 from then on
+plain_at() {
+    [ -s "$work/plain.$1" ] && return 0
+    [ -e "$work/plain.$1.failed" ] && return 1
+    if ! launch "$1" "$work/plain.err" "$TEST" > "$work/plain.$1"; then
+        fail "plain MPI at $1 ranks (exit status $?); stderr:"
+        tail -5 "$work/plain.err"
+    elif ! grep -q '^dropin_test: done' "$work/plain.$1"; then
+        fail "plain MPI at $1 ranks did not finish"
+    else
+        return 0
+    fi
+    rm -f "$work/plain.$1"
+    : > "$work/plain.$1.failed"
+    return 1
+}
+
 # --- identical results at every size ------------------------------------------------
 for np in $NPS; do
-    if ! launch "$np" "$work/plain.err" "$TEST" > "$work/plain.$np"; then
-        fail "plain MPI at $np ranks (exit status $?); stderr:"
-        tail -5 "$work/plain.err"
-        continue
-    fi
-    if ! grep -q '^dropin_test: done' "$work/plain.$np"; then
-        fail "plain MPI at $np ranks did not finish"
-        continue
-    fi
+    plain_at "$np" || continue
     lines=$(wc -l < "$work/plain.$np")
     if [ "$have_component" = yes ]; then
         # shellcheck disable=SC2086
@@ -195,18 +207,6 @@ done
 
 # --- xcoll really served the calls --------------------------------------------------
 PROOF_NP=4
-
-# plain_at NP: plain MPI's output at NP ranks in $work/plain.NP, run now when
-# the loop above did not (DROPIN_NPS need not name the counts used below)
-plain_at() {
-    [ -s "$work/plain.$1" ] && return 0
-    launch "$1" "$work/plain.err" "$TEST" > "$work/plain.$1" &&
-        grep -q '^dropin_test: done' "$work/plain.$1" && return 0
-    fail "plain MPI at $1 ranks, the reference for the checks below; stderr:"
-    tail -5 "$work/plain.err"
-    rm -f "$work/plain.$1"
-    return 1
-}
 # expect LOG WHAT...: every WHAT must occur in LOG
 expect() {
     log=$1
