@@ -1,12 +1,14 @@
 /* xcoll-info: what this libxcoll is (version, UCX, CUDA), which algorithms
  * it has for each collective, and the selection table a communicator
- * created now would use, with XCOLL_TUNE / XCOLL_TUNE_FILE applied. Uses
- * only the public API and needs no MPI. */
+ * created now would use, with XCOLL_TUNE / XCOLL_TUNE_FILE applied; with
+ * --predict, the cost model's view (info_predict.c). Needs no MPI; the
+ * listing uses only the public API, --predict the internal builders. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "xcoll.h"
+#include "info_predict.h"
 #include "tool_util.h"
 
 #define MAX_RANK_COUNTS 16
@@ -15,6 +17,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: xcoll-info [-n RANKS]... [-h]\n"
+            "       xcoll-info --predict --nodes N --ranks-per-node K [...] (--predict -h)\n"
             "  Prints the version, the build, every algorithm per collective, the\n"
             "  selection rules (built-in defaults, then XCOLL_TUNE_FILE, then XCOLL_TUNE;\n"
             "  a later rule wins where two cover the same call) and the table they\n"
@@ -66,6 +69,8 @@ int main(int argc, char **argv)
     xcoll_status_t rc;
     char *text;
 
+    if (argc > 1 && strcmp(argv[1], "--predict") == 0)
+        return info_predict(argc - 2, argv + 2);
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);

@@ -307,8 +307,10 @@ const char *xcoll_algorithm_name(int coll, int i);
  * snprintf; *needed, if not NULL, gets the size the whole text needs).
  * nranks 0: every rule, one a line, in precedence order (a later line wins
  * where two cover the same call) with where it came from. nranks > 0: the
- * resolved table for a communicator of nranks ranks, one line of the
- * tuning grammar per collective. A malformed override gives
+ * resolved table for a communicator of nranks ranks on one node, one line
+ * of the tuning grammar per collective (rules for other node shapes,
+ * "/ranks-per-node", are in the nranks 0 list; xcoll-info --predict shows
+ * the choice on any cluster). A malformed override gives
  * XCOLL_ERR_INVALID_ARG, and buf then holds the error with its position. */
 xcoll_status_t xcoll_tune_table(int nranks, char *buf, size_t len, size_t *needed);
 

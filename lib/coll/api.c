@@ -250,7 +250,7 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
         key[0] |= (uint64_t)1 << 25;
         key[1] = (uint64_t)(uintptr_t)xc_tune_match(
             comm->tune != NULL ? comm->tune : xc_tune_builtin(), c->coll, comm->size,
-            xc_tune_message_bytes(&b.a));
+            xc_tune_per_node(&b.a), xc_tune_message_bytes(&b.a));
     }
     rc = xc_comm_get_sched(comm, key, c->vec, c->nvec, build_collective, &b, &cs);
     if (rc == XCOLL_OK && c->by_shape)

@@ -152,7 +152,7 @@ xcoll_status_t xc_select_and_build(xc_sched_t *s, const xc_coll_args_t *a, const
     memset(s, 0, sizeof(*s));
     if (tune == NULL)
         tune = xc_tune_builtin();
-    rule = xc_tune_match(tune, a->coll, a->size, xc_tune_message_bytes(a));
+    rule = xc_tune_match(tune, a->coll, a->size, xc_tune_per_node(a), xc_tune_message_bytes(a));
     memset(tried, 0, sizeof(tried));
     declined[0] = '\0';
     /* formatting costs a fifth of a v-variant's schedule build: only for
@@ -266,7 +266,7 @@ xcoll_status_t xcoll_tune_table(int nranks, char *buf, size_t len, size_t *neede
             *needed = buf != NULL ? strlen(buf) + 1 : 0;
         return rc;
     }
-    n = xc_tune_write(t, nranks, buf, len);
+    n = xc_tune_write(t, nranks, nranks, buf, len); /* one node */
     xc_tune_free(t);
     if (needed != NULL)
         *needed = n + 1;

@@ -11,6 +11,7 @@
 #include "tune.h"
 #include "../core/dtype.h"
 #include "../core/log.h"
+#include "../core/topo.h"
 
 /* Measured with test/mpi/tune_sweep.c on the 2-core development machine at
  * 2, 4, 6 and 8 ranks (oversubscribed, shared with other work), one node
@@ -21,9 +22,12 @@
  * "|ring"-style second candidates only matter if the first declines.
  * hier (across nodes: docs/TUNING.md, "Across nodes") declines on one node
  * and where every node has one rank, so its two rules leave the
- * single-node choice in force there (each rule lists it after hier); the
- * grammar has no node count, so the rank count stands in for it (4 ranks:
- * 2 nodes x 2 measured, where hier won at every size). */
+ * single-node choice in force there (each rule lists it after hier); they
+ * were written before the grammar had a per-node term, so the rank count
+ * stands in for the nodes (4 ranks: 2 nodes x 2 measured, where hier won
+ * at every size). From 64 ranks the last rules win: modelled, not
+ * measured (bench/model_rules.py prints them; docs/SCALING.md says how),
+ * "/1-16" for nodes of up to 16 ranks, "/17-inf" for fuller ones. */
 const char xc_tune_defaults[] =
     "allreduce:0-4k:recdbl|ring,4k-16k:dbtree|ring,16k-64k:ring,64k-256k:dbtree|ring,"
     "256k-inf:rabenseifner|ring\n"
@@ -50,7 +54,42 @@ const char xc_tune_defaults[] =
     "allgatherv@3-8:0-inf:direct|ring\n"
     "alltoallv:0-inf:pairwise|scattered\n"
     "gatherv:0-inf:linear\n"
-    "scatterv:0-inf:linear\n";
+    "scatterv:0-inf:linear\n"
+    /* modelled, from 64 ranks (above) */
+    "allreduce@64-inf/1-16:0-16k:recdbl|hier,16k-1m:rabenseifner|recdbl,1m-inf:dbtree|rabenseifner\n"
+    "allreduce@64-255/17-inf:0-16k:recdbl|rabenseifner,16k-2m:rabenseifner|recdbl,2m-inf:dbtree|rabenseifner\n"
+    "allreduce@256-1023/17-inf:0-2k:recdbl|hier,2k-16k:hier|reduce_bcast,16k-inf:dbtree|hier\n"
+    "allreduce@1024-inf/17-inf:0-2k:recdbl|hier,2k-16k:hier|reduce_bcast,16k-inf:dbtree|hier\n"
+    "bcast@64-inf/1-16:0-16k:binomial|hier,16k-inf:dbtree|binomial\n"
+    "bcast@64-inf/17-inf:0-16k:binomial|dbtree,16k-inf:dbtree|binomial\n"
+    "reduce@64-255/1-16:0-128k:binomial|linear,128k-inf:rsg|binomial\n"
+    "reduce@256-1023/1-16:0-1m:binomial|rsg,1m-inf:rsg|binomial\n"
+    "reduce@1024-inf/1-16:0-1m:binomial|rsg,1m-inf:rsg|binomial\n"
+    "reduce@64-255/17-inf:0-128k:binomial|linear,128k-inf:rsg|binomial\n"
+    "reduce@256-1023/17-inf:0-1m:binomial|rsg,1m-inf:rsg|binomial\n"
+    "reduce@1024-inf/17-inf:0-1m:binomial|rsg,1m-inf:rsg|binomial\n"
+    "allgather@64-inf/1-16:0-32k:recdbl|bruck,32k-inf:ring|recdbl\n"
+    "allgather@64-255/17-inf:0-256k:recdbl|bruck,256k-inf:ring|recdbl\n"
+    "allgather@256-1023/17-inf:0-512:recdbl|bruck,512-inf:ring|recdbl\n"
+    "allgather@1024-inf/17-inf:0-512:recdbl|bruck,512-inf:ring|recdbl\n"
+    "reduce_scatter@64-inf/1-16:0-256k:rechalving|ring,256k-inf:ring|rechalving\n"
+    "reduce_scatter@64-255/17-inf:0-256k:rechalving|direct,256k-inf:ring|rechalving\n"
+    "reduce_scatter@256-1023/17-inf:0-512:rechalving|ring,512-inf:ring|rechalving\n"
+    "reduce_scatter@1024-inf/17-inf:0-512:rechalving|ring,512-inf:ring|rechalving\n"
+    "alltoall@64-inf/1-16:0-512:bruck|hier,512-inf:pairwise|bruck\n"
+    "alltoall@64-inf/17-inf:0-512:bruck|pairwise,512-inf:pairwise|bruck\n"
+    "gather@64-255/1-16:0-2k:binomial|linear,2k-inf:linear|binomial\n"
+    "gather@256-1023/1-16:0-16k:binomial|linear,16k-inf:linear|binomial\n"
+    "gather@1024-inf/1-16:0-16k:binomial|linear,16k-inf:linear|binomial\n"
+    "gather@64-255/17-inf:0-2k:binomial|linear,2k-inf:linear|binomial\n"
+    "gather@256-1023/17-inf:0-2k:binomial|linear,2k-inf:linear|binomial\n"
+    "gather@1024-inf/17-inf:0-4k:binomial|linear,4k-inf:linear|binomial\n"
+    "scatter@64-255/1-16:0-2k:binomial|linear,2k-inf:linear|binomial\n"
+    "scatter@256-1023/1-16:0-4k:binomial|linear,4k-inf:linear|binomial\n"
+    "scatter@1024-inf/1-16:0-16k:binomial|linear,16k-inf:linear|binomial\n"
+    "scatter@64-inf/17-inf:0-2k:binomial|linear,2k-inf:linear|binomial\n"
+    "barrier@64-inf/1-16:0-inf:dissemination|tree\n"
+    "barrier@64-inf/17-inf:0-inf:dissemination|tree\n";
 
 /* ------------------------------------------------------------------ parser */
 
@@ -212,20 +251,20 @@ static xcoll_status_t parse_size(parser_t *ps, size_t *out, int inf_ok, const ch
     return XCOLL_OK;
 }
 
-/* ranks := N | N-N | N-inf */
-static xcoll_status_t parse_ranks(parser_t *ps, xc_tune_rule_t *r)
+/* ranks := N | N-N | N-inf, into *min and *max ("what": "a rank count"). */
+static xcoll_status_t parse_ranks(parser_t *ps, int *min, int *max, const char *what)
 {
     const char *start = ps->p;
     size_t lo, hi;
     xcoll_status_t rc;
-    if ((rc = parse_size(ps, &lo, 0, "a rank count")) != XCOLL_OK)
+    if ((rc = parse_size(ps, &lo, 0, what)) != XCOLL_OK)
         return rc;
     hi = lo;
     skip_space(ps, 1);
     if (*ps->p == '-') {
         ps->p++;
         skip_space(ps, 1);
-        if ((rc = parse_size(ps, &hi, 1, "a rank count")) != XCOLL_OK)
+        if ((rc = parse_size(ps, &hi, 1, what)) != XCOLL_OK)
             return rc;
     }
     if (lo < 1)
@@ -235,8 +274,8 @@ static xcoll_status_t parse_ranks(parser_t *ps, xc_tune_rule_t *r)
     if (hi < lo)
         return fail(ps, start, "empty rank range %zu-%zu (the first must not exceed the second)",
                     lo, hi);
-    r->min_ranks = (int)lo;
-    r->max_ranks = hi == XC_TUNE_INF ? XC_TUNE_RANKS_INF : (int)hi;
+    *min = (int)lo;
+    *max = hi == XC_TUNE_INF ? XC_TUNE_RANKS_INF : (int)hi;
     return XCOLL_OK;
 }
 
@@ -254,7 +293,8 @@ static xcoll_status_t add_rule(xc_tune_t *t, const xc_tune_rule_t *r)
     return XCOLL_OK;
 }
 
-/* entry := coll ['@' ranks] ':' rule {',' rule} */
+/* entry := coll ['@' ranks] ['/' ranks] ':' rule {',' rule}
+ * ('/': the ranks on the fullest node) */
 static xcoll_status_t parse_entry(parser_t *ps, xc_tune_t *t, int source)
 {
     const char *start = ps->p, *at;
@@ -268,6 +308,8 @@ static xcoll_status_t parse_entry(parser_t *ps, xc_tune_t *t, int source)
     r.source = source;
     r.min_ranks = 1;
     r.max_ranks = XC_TUNE_RANKS_INF;
+    r.min_per_node = 1;
+    r.max_per_node = XC_TUNE_RANKS_INF;
     n = read_word(ps, word, sizeof(word));
     if (n == 0)
         return fail(ps, start, "expected a collective name, found %s", found(start, fb, sizeof(fb)));
@@ -285,13 +327,25 @@ static xcoll_status_t parse_entry(parser_t *ps, xc_tune_t *t, int source)
     if (*ps->p == '@') {
         ps->p++;
         skip_space(ps, 1);
-        if ((rc = parse_ranks(ps, &r)) != XCOLL_OK)
+        if ((rc = parse_ranks(ps, &r.min_ranks, &r.max_ranks, "a rank count")) != XCOLL_OK)
+            return rc;
+        skip_space(ps, 1);
+    }
+    if (*ps->p == '/') {
+        ps->p++;
+        skip_space(ps, 1);
+        if ((rc = parse_ranks(ps, &r.min_per_node, &r.max_per_node,
+                              "a rank count per node")) != XCOLL_OK)
             return rc;
         skip_space(ps, 1);
     }
     if (*ps->p != ':')
         return fail(ps, ps->p, "expected ':'%s after \"%s\", found %s",
-                    r.min_ranks == 1 && r.max_ranks == XC_TUNE_RANKS_INF ? " (or '@ranks')" : "",
+                    r.min_per_node > 1 || r.max_per_node != XC_TUNE_RANKS_INF
+                        ? ""
+                        : r.min_ranks == 1 && r.max_ranks == XC_TUNE_RANKS_INF
+                              ? " (or '@ranks', or '/ranks per node')"
+                              : " (or '/ranks per node')",
                     xc_coll_name(r.coll), found(ps->p, fb, sizeof(fb)));
     ps->p++;
 
@@ -528,6 +582,8 @@ uint64_t xc_tune_hash(const xc_tune_t *t)
         XC_MIX(r->coll);
         XC_MIX(r->min_ranks);
         XC_MIX(r->max_ranks);
+        XC_MIX(r->min_per_node);
+        XC_MIX(r->max_per_node);
         XC_MIX(r->lo);
         XC_MIX(r->hi);
         for (c = 0; c < r->ncandidates; c++)
@@ -541,21 +597,34 @@ uint64_t xc_tune_hash(const xc_tune_t *t)
 
 /* ------------------------------------------------------------------ lookup */
 
-static int rule_covers(const xc_tune_rule_t *r, xc_coll_t coll, int nranks, size_t bytes)
+static int rule_covers_comm(const xc_tune_rule_t *r, xc_coll_t coll, int nranks, int per_node)
 {
     return r->coll == coll && nranks >= r->min_ranks && nranks <= r->max_ranks &&
-           bytes >= r->lo && (r->hi == XC_TUNE_INF || bytes < r->hi);
+           per_node >= r->min_per_node && per_node <= r->max_per_node;
 }
 
-const xc_tune_rule_t *xc_tune_match(const xc_tune_t *t, xc_coll_t coll, int nranks, size_t bytes)
+static int rule_covers(const xc_tune_rule_t *r, xc_coll_t coll, int nranks, int per_node,
+                       size_t bytes)
+{
+    return rule_covers_comm(r, coll, nranks, per_node) && bytes >= r->lo &&
+           (r->hi == XC_TUNE_INF || bytes < r->hi);
+}
+
+const xc_tune_rule_t *xc_tune_match(const xc_tune_t *t, xc_coll_t coll, int nranks,
+                                    int per_node, size_t bytes)
 {
     size_t i;
     if (t == NULL)
         return NULL;
     for (i = t->nrules; i-- > 0;) /* the last rule that covers the call wins */
-        if (rule_covers(&t->rules[i], coll, nranks, bytes))
+        if (rule_covers(&t->rules[i], coll, nranks, per_node, bytes))
             return &t->rules[i];
     return NULL;
+}
+
+int xc_tune_per_node(const xc_coll_args_t *a)
+{
+    return a->topo != NULL ? a->topo->max_local : a->size;
 }
 
 size_t xc_tune_message_bytes(const xc_coll_args_t *a)
@@ -585,25 +654,26 @@ void xc_tune_size_text(size_t bytes, char *buf, size_t len)
     snprintf(buf, len, "%zu", bytes);
 }
 
-static void ranks_text(int lo, int hi, char *buf, size_t len)
+static void ranks_text(int lo, int hi, char mark, char *buf, size_t len)
 {
     if (lo == 1 && hi == XC_TUNE_RANKS_INF)
         buf[0] = '\0';
     else if (lo == hi)
-        snprintf(buf, len, "@%d", lo);
+        snprintf(buf, len, "%c%d", mark, lo);
     else if (hi == XC_TUNE_RANKS_INF)
-        snprintf(buf, len, "@%d-inf", lo);
+        snprintf(buf, len, "%c%d-inf", mark, lo);
     else
-        snprintf(buf, len, "@%d-%d", lo, hi);
+        snprintf(buf, len, "%c%d-%d", mark, lo, hi);
 }
 
 void xc_tune_rule_region(const xc_tune_rule_t *r, char *buf, size_t len)
 {
-    char lo[24], hi[24], rk[32];
+    char lo[24], hi[24], rk[32], pn[32];
     xc_tune_size_text(r->lo, lo, sizeof(lo));
     xc_tune_size_text(r->hi, hi, sizeof(hi));
-    ranks_text(r->min_ranks, r->max_ranks, rk, sizeof(rk));
-    snprintf(buf, len, "%s%s:%s-%s", xc_coll_name(r->coll), rk, lo, hi);
+    ranks_text(r->min_ranks, r->max_ranks, '@', rk, sizeof(rk));
+    ranks_text(r->min_per_node, r->max_per_node, '/', pn, sizeof(pn));
+    snprintf(buf, len, "%s%s%s:%s-%s", xc_coll_name(r->coll), rk, pn, lo, hi);
 }
 
 /* Appends to a buffer that may be too small, counting what it would need. */
@@ -639,7 +709,8 @@ static int cmp_size(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void write_resolved(const xc_tune_t *t, xc_coll_t coll, int nranks, out_t *o)
+static void write_resolved(const xc_tune_t *t, xc_coll_t coll, int nranks, int per_node,
+                           out_t *o)
 {
     size_t *cuts, ncuts = 0, i, j, width;
     const xc_tune_rule_t *prev = NULL;
@@ -655,7 +726,7 @@ static void write_resolved(const xc_tune_t *t, xc_coll_t coll, int nranks, out_t
     cuts[ncuts++] = 0;
     for (i = 0; i < t->nrules; i++) {
         const xc_tune_rule_t *r = &t->rules[i];
-        if (r->coll != coll || nranks < r->min_ranks || nranks > r->max_ranks)
+        if (!rule_covers_comm(r, coll, nranks, per_node))
             continue;
         cuts[ncuts++] = r->lo;
         if (r->hi != XC_TUNE_INF)
@@ -672,7 +743,8 @@ static void write_resolved(const xc_tune_t *t, xc_coll_t coll, int nranks, out_t
     /* Between two cuts one rule wins throughout; adjacent pieces won by the
      * same rule print as one range. */
     for (i = 0; i <= ncuts; i++) {
-        const xc_tune_rule_t *r = i < ncuts ? xc_tune_match(t, coll, nranks, cuts[i]) : NULL;
+        const xc_tune_rule_t *r =
+            i < ncuts ? xc_tune_match(t, coll, nranks, per_node, cuts[i]) : NULL;
         if (i > 0 && i < ncuts && r == prev)
             continue;
         if (prev != NULL) {
@@ -703,7 +775,7 @@ static void write_resolved(const xc_tune_t *t, xc_coll_t coll, int nranks, out_t
         put(o, "%s\n", line);
 }
 
-size_t xc_tune_write(const xc_tune_t *t, int nranks, char *buf, size_t len)
+size_t xc_tune_write(const xc_tune_t *t, int nranks, int per_node, char *buf, size_t len)
 {
     out_t o = {buf, len, 0};
     char region[80], rule[512];
@@ -713,7 +785,7 @@ size_t xc_tune_write(const xc_tune_t *t, int nranks, char *buf, size_t len)
         buf[0] = '\0';
     if (nranks > 0) {
         for (c = 0; c < XC_COLL_COUNT; c++)
-            write_resolved(t, (xc_coll_t)c, nranks, &o);
+            write_resolved(t, (xc_coll_t)c, nranks, per_node, &o);
         return o.used;
     }
     for (i = 0; i < t->nrules; i++) {

@@ -27,6 +27,7 @@
 typedef struct {
     xc_coll_t coll;
     int min_ranks, max_ranks;      /* inclusive */
+    int min_per_node, max_per_node; /* ranks on the fullest node, inclusive */
     size_t lo, hi;                 /* message bytes in [lo, hi); hi XC_TUNE_INF: no limit */
     const xc_algo_t *candidates[XC_TUNE_MAX_CANDIDATES];
     int ncandidates;
@@ -69,10 +70,17 @@ const xc_tune_t *xc_tune_builtin(void);
  * whose tables differ would choose different schedules. */
 uint64_t xc_tune_hash(const xc_tune_t *t);
 
-/* The winning rule for a call, or NULL when no rule covers it. */
-const xc_tune_rule_t *xc_tune_match(const xc_tune_t *t, xc_coll_t coll, int nranks, size_t bytes);
+/* The winning rule for a call on nranks ranks, per_node of them on the
+ * fullest node (xc_tune_per_node), or NULL when no rule covers it. */
+const xc_tune_rule_t *xc_tune_match(const xc_tune_t *t, xc_coll_t coll, int nranks,
+                                    int per_node, size_t bytes);
 
-/* "allreduce@2-4:4k-512k" (the rule's region, in the grammar). */
+/* Ranks on the fullest node of a call's communicator: topo's, or every
+ * rank (one node) without a topology. */
+int xc_tune_per_node(const xc_coll_args_t *a);
+
+/* "allreduce@2-4:4k-512k", "allreduce@64-inf/9-inf:0-4k" (the rule's
+ * region, in the grammar). */
 void xc_tune_rule_region(const xc_tune_rule_t *r, char *buf, size_t len);
 
 /* A size as written in the grammar: "0", "4k", "512k", "1m", "inf", "1000". */
@@ -80,9 +88,10 @@ void xc_tune_size_text(size_t bytes, char *buf, size_t len);
 
 /* Writes t as text: nranks 0 gives every rule, one a line, in precedence
  * order with its source; nranks > 0 gives, per collective, the resolved
- * table a communicator of that size uses, as one line of the grammar.
- * snprintf-like: returns the length the whole text needs (without NUL). */
-size_t xc_tune_write(const xc_tune_t *t, int nranks, char *buf, size_t len);
+ * table a communicator of that size uses with per_node ranks on its
+ * fullest node, as one line of the grammar. snprintf-like: returns the
+ * length the whole text needs (without NUL). */
+size_t xc_tune_write(const xc_tune_t *t, int nranks, int per_node, char *buf, size_t len);
 
 /* The message size a rule is matched against: the count argument times
  * the element size (one rank's block for the block collectives), 0 for

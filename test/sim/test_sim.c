@@ -24,7 +24,9 @@
 #include "engine.h"
 #include "log.h"
 #include "loopback.h"
+#include "coll/model.h"
 #include "topo.h"
+#include <time.h>
 
 typedef struct {
     const char *name;
@@ -1406,12 +1408,91 @@ static int run_layout_sweep(const char *only, int quick)
     return n_failed ? 1 : 0;
 }
 
+/* --scale P: every algorithm's schedules for P ranks (hier_*: nodes of 8),
+ * not run by the engine but by the cost model (lib/coll/model.h), whose
+ * message and byte counts must match the formulas above: the builders and
+ * the formulas at a size the engine runs cannot reach. Prints the model's
+ * time and how long each build and simulation took. */
+static int run_scale(const char *only, int P)
+{
+    xc_model_params_t mp;
+    size_t k;
+    xc_model_params_default(&mp);
+    for (k = 0; k < NALGOS; k++) {
+        const algo_t *al = &algos[k];
+        xc_algo_t xa = {al->name, al->coll, al->build};
+        xc_model_result_t res;
+        xc_coll_args_t a;
+        case_t c;
+        struct timespec t0, t1;
+        int64_t em, eb;
+        xcoll_status_t rc;
+        double secs;
+        if (only != NULL && strcmp(only, al->name) != 0)
+            continue;
+        memset(&c, 0, sizeof(c));
+        c.algo = al;
+        c.size = P;
+        /* 3 elements a block: every formula's segment counts stay 1, and
+         * uneven splits of a count over P appear for the single-block ones */
+        c.count = al->coll == XC_COLL_BARRIER ? 0 : (size_t)(3 * P + 1);
+        if (al->coll == XC_COLL_ALLGATHER || al->coll == XC_COLL_REDUCE_SCATTER ||
+            al->coll == XC_COLL_ALLTOALL || al->coll == XC_COLL_GATHER ||
+            al->coll == XC_COLL_SCATTER)
+            c.count = 3;
+        c.dtype = XCOLL_INT32;
+        c.op = XCOLL_SUM;
+        c.root = P > 1 ? P / 3 : 0;
+        c.topo = is_hier(al) ? 8 : 0;
+        memset(&a, 0, sizeof(a));
+        a.coll = al->coll;
+        a.size = P;
+        a.count = c.count;
+        a.dtype = c.dtype;
+        a.op = c.op;
+        a.root = c.root;
+        case_topo = case_topo_make(&c);
+        a.topo = case_topo;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        rc = xc_model_run(&xa, &a, &mp, &res);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        xc_topo_free(case_topo);
+        case_topo = NULL;
+        /* the rank-order reductions of direct.c (linear reduce too) stop
+         * at XC_DIRECT_MAX_RANKS; nothing else may decline */
+        if (rc == XCOLL_ERR_UNSUPPORTED && P > XC_DIRECT_MAX_RANKS &&
+            (!strncmp(al->name, "direct_", 7) || !strcmp(al->name, "linear_reduce"))) {
+            printf("  %-26s P=%d declines (it stops at %d ranks)\n", al->name, P,
+                   XC_DIRECT_MAX_RANKS);
+            continue;
+        }
+        if (rc != XCOLL_OK) {
+            report(&c, 0, "model: %s", xcoll_strerror(rc));
+            continue;
+        }
+        em = expected_messages(&c);
+        eb = expected_wire_bytes(&c);
+        report(&c, (em < 0 || (uint64_t)em == res.msgs) && (eb < 0 || (uint64_t)eb == res.bytes),
+               "%llu messages (formula %lld), %llu bytes (formula %lld)",
+               (unsigned long long)res.msgs, (long long)em, (unsigned long long)res.bytes,
+               (long long)eb);
+        printf("  %-26s P=%d %10llu steps %10llu msgs  model %9.1f us  %6.2f s\n", al->name,
+               P, (unsigned long long)res.steps, (unsigned long long)res.msgs, res.time * 1e6,
+               secs);
+        fflush(stdout);
+    }
+    printf("test_sim --scale %d: %lu passed, %lu failed\n", P, n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     int quick = 0, i, P;
     const char *only = NULL;
     size_t k;
     static const int extra_sizes[] = {40, 47, 64};
+    int scale_p = 0;
 
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v"))
@@ -1422,10 +1503,14 @@ int main(int argc, char **argv)
             layout_mode = 1;
         else if (!strcmp(argv[i], "-q"))
             quick = 1;
+        else if (!strcmp(argv[i], "--scale") && i + 1 < argc)
+            scale_p = atoi(argv[++i]);
         else
             only = argv[i];
     }
     xc_log_init();
+    if (scale_p > 0)
+        return run_scale(only, scale_p);
     if (gpu_mode)
         return run_gpu_sweep(only, quick);
     if (layout_mode)

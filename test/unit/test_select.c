@@ -41,7 +41,7 @@ static xc_tune_t *parse(const char *text, char *err, size_t errlen)
 /* The first candidate of the rule that covers the call, or "-". */
 static const char *chosen(const xc_tune_t *t, xc_coll_t coll, int nranks, size_t bytes)
 {
-    const xc_tune_rule_t *r = xc_tune_match(t, coll, nranks, bytes);
+    const xc_tune_rule_t *r = xc_tune_match(t, coll, nranks, nranks, bytes);
     return r != NULL ? r->candidates[0]->name : "-";
 }
 
@@ -70,7 +70,7 @@ static void test_defaults(void)
     for (c = 0; c < XC_COLL_COUNT; c++)
         for (n = 1; n <= 64; n++)
             for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-                const xc_tune_rule_t *r = xc_tune_match(t, (xc_coll_t)c, n, sizes[k]);
+                const xc_tune_rule_t *r = xc_tune_match(t, (xc_coll_t)c, n, n, sizes[k]);
                 if (r == NULL) {
                     CHECK(0, "defaults: no rule for %s on %d ranks at %zu bytes",
                           xc_coll_name((xc_coll_t)c), n, sizes[k]);
@@ -111,7 +111,7 @@ static void test_valid(void)
               " barrier:0-inf:tree;\n", err, sizeof(err));
     CHECK(t != NULL, "blanks/candidates: %s", err);
     if (t != NULL) {
-        const xc_tune_rule_t *r = xc_tune_match(t, XC_COLL_ALLREDUCE, 2, 100);
+        const xc_tune_rule_t *r = xc_tune_match(t, XC_COLL_ALLREDUCE, 2, 2, 100);
         CHECK(r != NULL && r->ncandidates == 2 && strcmp(r->candidates[1]->name, "recdbl") == 0,
               "candidates ring|recdbl not kept");
         EXPECT(t, XC_COLL_BARRIER, 7, 0, "tree");
@@ -184,6 +184,52 @@ static void test_ranks(void)
     xc_tune_free(t);
 }
 
+/* '/': the ranks on the communicator's fullest node */
+static void test_per_node(void)
+{
+    char err[512], region[96], buf[2048];
+    const xc_tune_rule_t *r;
+    xc_tune_t *t = parse("allreduce:0-inf:ring;allreduce@64-inf/1-16:0-4k:recdbl;"
+                         "allreduce@64-inf/17-inf:0-inf:dbtree;allreduce/1:0-inf:direct",
+                         err, sizeof(err));
+    CHECK(t != NULL, "per-node ranges: %s", err);
+    if (t == NULL)
+        return;
+    r = xc_tune_match(t, XC_COLL_ALLREDUCE, 64, 8, 100);
+    CHECK(r != NULL && !strcmp(r->candidates[0]->name, "recdbl"), "64 ranks, 8 a node");
+    r = xc_tune_match(t, XC_COLL_ALLREDUCE, 64, 8, 4096); /* outside 0-4k: the general rule */
+    CHECK(r != NULL && !strcmp(r->candidates[0]->name, "ring"), "64 ranks, 8 a node, 4 KiB");
+    r = xc_tune_match(t, XC_COLL_ALLREDUCE, 4096, 16, 100);
+    CHECK(r != NULL && !strcmp(r->candidates[0]->name, "recdbl"), "16 a node is in 1-16");
+    r = xc_tune_match(t, XC_COLL_ALLREDUCE, 4096, 17, 100);
+    CHECK(r != NULL && !strcmp(r->candidates[0]->name, "dbtree"), "17 a node is in 17-inf");
+    r = xc_tune_match(t, XC_COLL_ALLREDUCE, 63, 63, 100);
+    CHECK(r != NULL && !strcmp(r->candidates[0]->name, "ring"), "63 ranks: no @64 rule");
+    r = xc_tune_match(t, XC_COLL_ALLREDUCE, 5, 1, 100);
+    CHECK(r != NULL && !strcmp(r->candidates[0]->name, "direct"), "a node per rank");
+    r = xc_tune_match(t, XC_COLL_ALLREDUCE, 5, 2, 100);
+    CHECK(r != NULL && !strcmp(r->candidates[0]->name, "ring"), "2 a node: not /1");
+    xc_tune_rule_region(&t->rules[1], region, sizeof(region));
+    CHECK(strcmp(region, "allreduce@64-inf/1-16:0-4k") == 0, "region written as %s", region);
+    xc_tune_rule_region(&t->rules[3], region, sizeof(region));
+    CHECK(strcmp(region, "allreduce/1:0-inf") == 0, "region written as %s", region);
+    /* the resolved table depends on the nodes */
+    xc_tune_write(t, 128, 8, buf, sizeof(buf));
+    CHECK(strstr(buf, "allreduce@128:0-4k:recdbl,4k-inf:ring") != NULL, "128/8 table: %s", buf);
+    xc_tune_write(t, 128, 128, buf, sizeof(buf));
+    CHECK(strstr(buf, "allreduce@128:0-inf:dbtree") != NULL, "128/128 table: %s", buf);
+    /* rules that differ only by their nodes hash apart */
+    {
+        xc_tune_t *u = parse("allreduce@64-inf/1-16:0-4k:recdbl", err, sizeof(err));
+        xc_tune_t *v = parse("allreduce@64-inf/1-15:0-4k:recdbl", err, sizeof(err));
+        CHECK(u != NULL && v != NULL && xc_tune_hash(u) != xc_tune_hash(v),
+              "per-node ranges are in the hash");
+        xc_tune_free(u);
+        xc_tune_free(v);
+    }
+    xc_tune_free(t);
+}
+
 static void test_override_order(void)
 {
     char err[512], buf[4096];
@@ -202,14 +248,14 @@ static void test_override_order(void)
                         sizeof(err)) == XCOLL_ERR_INVALID_ARG, "a bad text was accepted");
     CHECK(t->nrules == 3 && t->nsources == 2, "a failed parse left %zu rules, %d sources",
           t->nrules, t->nsources);
-    n = xc_tune_write(t, 4, buf, sizeof(buf));
+    n = xc_tune_write(t, 4, 4, buf, sizeof(buf));
     CHECK(n == strlen(buf) && strstr(buf, "allreduce@4:0-2k:recdbl,2k-8k:rabenseifner,8k-inf:ring")
           != NULL, "resolved table:\n%s", buf);
     CHECK(strstr(buf, "2k-8k from XCOLL_TUNE") != NULL, "resolved table names no source:\n%s",
           buf);
     CHECK(strstr(buf, "# bcast: no rule") != NULL, "resolved table hides a missing rule:\n%s",
           buf);
-    n = xc_tune_write(t, 0, buf, 10); /* truncated, but says what it needs */
+    n = xc_tune_write(t, 0, 0, buf, 10); /* truncated, but says what it needs */
     CHECK(strlen(buf) == 9 && n > 9, "truncated write: %zu, \"%s\"", n, buf);
     xc_tune_free(t);
 }
@@ -224,7 +270,16 @@ static void test_errors(void)
                                 "(known: recdbl, rabenseifner, ring,"},
         {"allreduse:0-4k:ring", "at character 1: unknown collective \"allreduse\" (known: allreduce,"},
         {"allreduce:0-4k:ring;bcast:0-inf:ring", "at character 33: unknown algorithm \"ring\" for bcast"},
-        {"allreduce", "at character 10: expected ':' (or '@ranks') after \"allreduce\", found the end"},
+        {"allreduce", "at character 10: expected ':' (or '@ranks', or '/ranks per node') after "
+                      "\"allreduce\", found the end"},
+        {"allreduce@4 8:0-4k:ring", "at character 13: expected ':' (or '/ranks per node') after"},
+        {"allreduce@4/8 8:0-4k:ring", "at character 15: expected ':' after \"allreduce\""},
+        {"allreduce/:0-4k:ring", "at character 11: expected a rank count per node"},
+        {"allreduce/0:0-4k:ring", "at character 11: rank counts start at 1"},
+        {"allreduce/9-3:0-4k:ring", "at character 11: empty rank range 9-3"},
+        {"allreduce/inf:0-4k:ring", "at character 11: a rank count per node cannot be inf"},
+        {"allreduce/2@4:0-4k:ring", "at character 12: expected ':' after"},
+        {"allreduce@4 / 2-inf :0-1k:ring", NULL},
         {"allreduce 0-4k:ring", "at character 11: expected ':'"},
         {"allreduce:4k:ring", "at character 13: expected '-' in the size range"},
         {"allreduce:0-4k ring", "at character 16: expected ':' after the size range"},
@@ -294,7 +349,7 @@ static void test_load(void)
         EXPECT(t, XC_COLL_ALLREDUCE, 4, 1 << 20, "ring");
         EXPECT(t, XC_COLL_BCAST, 4, 100, "chain");
         EXPECT(t, XC_COLL_BARRIER, 4, 0, chosen(xc_tune_builtin(), XC_COLL_BARRIER, 4, 0));
-        r = xc_tune_match(t, XC_COLL_ALLREDUCE, 4, 1 << 20);
+        r = xc_tune_match(t, XC_COLL_ALLREDUCE, 4, 4, 1 << 20);
         CHECK(r != NULL && r->line == 3 && r->column == 11, "rule position %d:%d, want 3:11",
               r ? r->line : 0, r ? r->column : 0);
         xc_tune_free(t);
@@ -306,7 +361,7 @@ static void test_load(void)
     if (t != NULL) {
         EXPECT(t, XC_COLL_ALLREDUCE, 4, 100, "recdbl");
         EXPECT(t, XC_COLL_ALLREDUCE, 4, 1 << 20, "rabenseifner");
-        r = xc_tune_match(t, XC_COLL_ALLREDUCE, 4, 1 << 20);
+        r = xc_tune_match(t, XC_COLL_ALLREDUCE, 4, 4, 1 << 20);
         xc_tune_rule_region(r, region, sizeof(region));
         CHECK(strcmp(t->sources[r->source], "XCOLL_TUNE") == 0 &&
                   strcmp(region, "allreduce:2k-inf") == 0,
@@ -403,7 +458,7 @@ static void test_mpi_fallback(void)
                        sizeof(err)) == XCOLL_OK,
           "caller's rules: %s", err);
     if (t != NULL) {
-        const xc_tune_rule_t *r = xc_tune_match(t, XC_COLL_ALLREDUCE, 4, 100);
+        const xc_tune_rule_t *r = xc_tune_match(t, XC_COLL_ALLREDUCE, 4, 4, 100);
         EXPECT(t, XC_COLL_ALLREDUCE, 4, 4, "ring");
         EXPECT(t, XC_COLL_ALLREDUCE, 4, 100, "mpi");
         EXPECT(t, XC_COLL_BCAST, 4, 1 << 30, "chain");
@@ -525,6 +580,7 @@ int main(void)
     test_valid();
     test_units();
     test_ranks();
+    test_per_node();
     test_override_order();
     test_errors();
     test_load();

@@ -1,0 +1,283 @@
+/* xcoll-info --predict: what the cost model (lib/coll/model.h) says every
+ * algorithm would take on a cluster the user describes, which one the
+ * active selection table picks, and which one the model finds best.
+ * Builds every rank's schedule in this process: no MPI, no cluster. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/model.h"
+#include "coll/tune.h"
+#include "info_predict.h"
+#include "log.h"
+#include "perf_plot.h"
+#include "tool_util.h"
+#include "topo.h"
+
+#define MAX_SIZES 32
+#define MAX_ALGOS 16
+/* Schedules of more steps (all ranks) are simulated only where their
+ * bound says they might be best: ~3 s each on the development machine. */
+#define EXACT_STEPS (8u * 1000 * 1000)
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: xcoll-info --predict --nodes N --ranks-per-node K [--intra GB/s,us]\n"
+            "                  [--inter GB/s,us] [--reduce GB/s] [--coll C] [--sizes S,S,...]\n"
+            "                  [--overhead us] [--copy GB/s] [--cores N] [--plot FILE.svg]\n"
+            "  The cost model's time for every algorithm of each collective (or of C)\n"
+            "  at each message size S (default 8 B to 64 MiB), on N nodes of K ranks:\n"
+            "  --intra is shared memory within a node, --inter the NIC a node's ranks\n"
+            "  share, --reduce the bytes a rank reduces a second, --copy those it\n"
+            "  copies, --overhead a rank's CPU time per message (defaults: this\n"
+            "  machine's calibration, docs/SCALING.md); --cores: all ranks share N\n"
+            "  cores, as on a machine with fewer cores than ranks.\n"
+            "  'picked' is what the active selection table (defaults, XCOLL_TUNE_FILE,\n"
+            "  XCOLL_TUNE) chooses, 'best' the fastest by the model. '>T' is a lower\n"
+            "  bound: that algorithm was not simulated, as it cannot beat the best.\n"
+            "  --plot (with --coll): every algorithm's predicted size / time as an SVG\n"
+            "  chart.\n");
+}
+
+typedef struct {
+    size_t v[MAX_SIZES];
+    int n;
+} sizes_t;
+
+static int add_size(const char *item, void *ctx)
+{
+    sizes_t *s = ctx;
+    size_t b;
+    if (s->n == MAX_SIZES || tool_parse_size(item, &b) != 0 || b == 0)
+        return -1;
+    s->v[s->n++] = b;
+    return 0;
+}
+
+static void size_text(size_t b, char *buf, size_t len)
+{
+    if (b >= (1u << 20) && b % (1u << 20) == 0)
+        snprintf(buf, len, "%zuM", b >> 20);
+    else if (b >= 1024 && b % 1024 == 0)
+        snprintf(buf, len, "%zuK", b >> 10);
+    else
+        snprintf(buf, len, "%zu", b);
+}
+
+static void time_text(double t, char *buf, size_t len)
+{
+    t *= 1e6;
+    snprintf(buf, len, t < 10 ? "%.2f" : t < 1000 ? "%.1f" : "%.0f", t);
+}
+
+/* What --plot draws: per algorithm, the sizes it was simulated at and
+ * the bandwidth predicted there. */
+typedef struct {
+    const char *name;
+    size_t n;
+    double x[MAX_SIZES], y[MAX_SIZES];
+} curve_t;
+
+static int write_plot(const char *path, xc_coll_t coll, int nodes, int rpn, const curve_t *c,
+                      size_t ncurves)
+{
+    perf_series_t s[MAX_ALGOS];
+    char title[160];
+    size_t i;
+    for (i = 0; i < ncurves; i++) {
+        s[i].label = c[i].name;
+        s[i].color = (int)i;
+        s[i].dashed = 0;
+        s[i].npoints = c[i].n;
+        s[i].x = c[i].x;
+        s[i].y = c[i].y;
+    }
+    snprintf(title, sizeof(title), "%s on %d nodes x %d ranks, predicted by the cost model",
+             xc_coll_name(coll), nodes, rpn);
+    if (perf_plot_svg(path, title, "message size", "size / time (GB/s)", s, ncurves) != 0) {
+        fprintf(stderr, "xcoll-info: cannot write %s\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+/* One collective over every size: a row per size (and a curve per
+ * algorithm into curves, when not NULL). 0, or 1 on error. */
+static int predict_coll(xc_coll_t coll, const sizes_t *sizes, int P, const struct xc_topo *topo,
+                        const xc_model_params_t *mp, const xc_tune_t *tune, curve_t *curves,
+                        size_t *ncurves)
+{
+    xc_model_entry_t e[MAX_ALGOS];
+    const xc_algo_t *picked;
+    size_t n = 0, i;
+    int k, first = 1;
+    char buf[32];
+
+    for (k = 0; k < sizes->n; k++) {
+        xc_coll_args_t a;
+        xcoll_status_t rc;
+        const xc_model_entry_t *best = NULL, *pe = NULL;
+        size_t bytes = coll == XC_COLL_BARRIER ? 0 : sizes->v[k];
+        if (coll == XC_COLL_BARRIER && k > 0)
+            break;
+        memset(&a, 0, sizeof(a));
+        a.coll = coll;
+        a.size = P;
+        a.dtype = bytes % 4 == 0 ? XCOLL_FLOAT32 : XCOLL_UINT8;
+        a.count = bytes / xcoll_dtype_size(a.dtype);
+        a.op = XCOLL_SUM;
+        a.topo = topo;
+        rc = xc_model_compare(&a, mp, tune, EXACT_STEPS, e, MAX_ALGOS, &n, &picked);
+        if (rc != XCOLL_OK) {
+            fprintf(stderr, "xcoll-info: %s at %zu bytes: %s\n", xc_coll_name(coll), bytes,
+                    xcoll_strerror(rc));
+            return 1;
+        }
+        if (first) {
+            printf("\n%s (us; message size per rank's block)\n%8s", xc_coll_name(coll), "bytes");
+            for (i = 0; i < n; i++)
+                printf(" %12s", e[i].algo->name);
+            printf("  %-12s %-12s %s\n", "picked", "best", "picked/best");
+            first = 0;
+        }
+        for (i = 0; i < n; i++) {
+            if (e[i].status == XC_MODEL_RAN && (best == NULL || e[i].time < best->time))
+                best = &e[i];
+            if (e[i].algo == picked)
+                pe = &e[i];
+            if (curves != NULL && i < MAX_ALGOS) {
+                curve_t *cv = &curves[i];
+                cv->name = e[i].algo->name;
+                if (e[i].status == XC_MODEL_RAN && e[i].time > 0 && bytes > 0) {
+                    cv->x[cv->n] = (double)bytes;
+                    cv->y[cv->n] = (double)bytes / e[i].time * 1e-9;
+                    cv->n++;
+                }
+                if (*ncurves < i + 1)
+                    *ncurves = i + 1;
+            }
+        }
+        size_text(bytes, buf, sizeof(buf));
+        printf("%8s", buf);
+        for (i = 0; i < n; i++) {
+            char t[24], cell[32];
+            if (e[i].status == XC_MODEL_DECLINED) {
+                printf(" %12s", "-");
+                continue;
+            }
+            time_text(e[i].status == XC_MODEL_RAN ? e[i].time : e[i].bound, t, sizeof(t));
+            snprintf(cell, sizeof(cell), "%s%s", e[i].status == XC_MODEL_RAN ? "" : ">", t);
+            printf(" %12s", cell);
+        }
+        printf("  %-12s %-12s", picked != NULL ? picked->name : "?",
+               best != NULL ? best->algo->name : "-");
+        if (pe != NULL && best != NULL && pe->status == XC_MODEL_RAN && best->time > 0)
+            printf(" %.2f", pe->time / best->time);
+        printf("\n");
+    }
+    return 0;
+}
+
+static int parse_link(const char *opt, const char *v, xc_link_cost_t *l)
+{
+    if (v == NULL || xc_model_parse_link(v, l) != 0) {
+        fprintf(stderr, "xcoll-info: %s %s: expected GB/s,us (e.g. 25,2)\n", opt,
+                v != NULL ? v : "(missing)");
+        return -1;
+    }
+    return 0;
+}
+
+int info_predict(int argc, char **argv)
+{
+    int nodes = 0, rpn = 0, i, coll = -1, c, rc = 0;
+    sizes_t sizes = {{0}, 0};
+    const char *plot = NULL;
+    static curve_t curves[MAX_ALGOS];
+    size_t ncurves = 0;
+    xc_model_params_t mp;
+    struct xc_topo *topo = NULL;
+    xc_tune_t *tune = NULL;
+    char err[512];
+    double gbs;
+
+    xc_model_params_default(&mp);
+    for (i = 0; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(o, "--nodes") && v && tool_parse_int(v, 1, 1 << 16, &nodes) == 0) {
+        } else if (!strcmp(o, "--ranks-per-node") && v &&
+                   tool_parse_int(v, 1, 1 << 12, &rpn) == 0) {
+        } else if (!strcmp(o, "--intra")) {
+            if (parse_link(o, v, &mp.intra) != 0)
+                return 2;
+        } else if (!strcmp(o, "--inter")) {
+            if (parse_link(o, v, &mp.inter) != 0)
+                return 2;
+        } else if (!strcmp(o, "--reduce") && v && (gbs = atof(v)) > 0 && isfinite(gbs)) {
+            mp.gamma = 1.0 / (gbs * 1e9);
+        } else if (!strcmp(o, "--cores") && v && tool_parse_int(v, 1, 1 << 20, &mp.cores) == 0) {
+        } else if (!strcmp(o, "--copy") && v && (gbs = atof(v)) > 0 && isfinite(gbs)) {
+            mp.copy = 1.0 / (gbs * 1e9);
+        } else if (!strcmp(o, "--overhead") && v && (gbs = atof(v)) >= 0 && isfinite(gbs)) {
+            mp.overhead = gbs * 1e-6;
+        } else if (!strcmp(o, "--coll") && v && (coll = tool_coll_from_name(v)) >= 0 &&
+                   coll <= XC_COLL_BARRIER) {
+        } else if (!strcmp(o, "--sizes") && v && tool_each_item(v, add_size, &sizes) == 0) {
+        } else if (!strcmp(o, "--plot") && v) {
+            plot = v;
+        } else {
+            fprintf(stderr, "xcoll-info --predict: bad option %s%s%s\n", o, v ? " " : "",
+                    v ? v : "");
+            usage(stderr);
+            return 2;
+        }
+        i++;
+    }
+    if (plot != NULL && coll < 0) {
+        fprintf(stderr, "xcoll-info --predict: --plot draws one collective: give --coll\n");
+        return 2;
+    }
+    if (nodes < 1 || rpn < 1) {
+        fprintf(stderr, "xcoll-info --predict: --nodes and --ranks-per-node are required\n");
+        usage(stderr);
+        return 2;
+    }
+    if ((long)nodes * rpn > (1 << 16)) {
+        fprintf(stderr, "xcoll-info --predict: at most 65536 ranks\n");
+        return 2;
+    }
+    if (sizes.n == 0) {
+        size_t b;
+        for (b = 8; b <= ((size_t)64 << 20); b *= 8)
+            sizes.v[sizes.n++] = b;
+        sizes.v[sizes.n++] = (size_t)64 << 20;
+    }
+    xc_log_init();
+    if (xc_tune_load(&tune, NULL, NULL, err, sizeof(err)) != XCOLL_OK) {
+        fprintf(stderr, "xcoll-info: the selection table cannot be built: %s\n", err);
+        return 1;
+    }
+    if (xc_topo_from_ranks_per_node(nodes * rpn, rpn, &topo) != XCOLL_OK) {
+        fprintf(stderr, "xcoll-info: out of memory\n");
+        xc_tune_free(tune);
+        return 1;
+    }
+    printf("# %d nodes x %d ranks = %d ranks; within a node %.3g GB/s %.3g us, between "
+           "nodes %.3g GB/s %.3g us (a NIC per node), %.3g us a message, reduce %.3g GB/s\n",
+           nodes, rpn, nodes * rpn, 1e-9 / mp.intra.beta, mp.intra.alpha * 1e6,
+           1e-9 / mp.inter.beta, mp.inter.alpha * 1e6, mp.overhead * 1e6, 1e-9 / mp.gamma);
+    for (c = 0; c <= XC_COLL_BARRIER && rc == 0; c++)
+        if (coll < 0 || c == coll)
+            rc = predict_coll((xc_coll_t)c, &sizes, nodes * rpn, topo, &mp, tune,
+                              plot != NULL ? curves : NULL, &ncurves);
+    if (rc == 0 && plot != NULL)
+        rc = write_plot(plot, (xc_coll_t)coll, nodes, rpn, curves, ncurves);
+    xc_topo_free(topo);
+    xc_tune_free(tune);
+    return rc;
+}

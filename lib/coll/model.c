@@ -1,0 +1,770 @@
+/* The cost model (model.h): every rank's schedule, run as events on a
+ * modelled cluster. One pass, in time order: a step that becomes ready
+ * takes the resources it needs (its core's CPU, the ways out and in, the
+ * NICs) first come first served, and its completion is an event. Steps
+ * are kept compact (32 bytes, in huge-page arenas) so 4096 ranks of a ring
+ * fit in memory. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "model.h"
+#include "../core/log.h"
+#include "../core/topo.h"
+
+void xc_model_params_default(xc_model_params_t *p)
+{
+    /* the 2-core development machine (docs/SCALING.md, "Calibration",
+     * bench/calibrate_model.py): xcoll's shared memory within a node;
+     * between nodes the namespace cluster's unshaped veth links (TCP on
+     * the same cores); copies at memcpy's speed (bench/results/memcpy) */
+    p->intra.alpha = 1.0e-6;
+    p->intra.beta = 1.0 / 13.7e9;
+    p->inter.alpha = 31.4e-6;
+    p->inter.beta = 1.0 / 1.23e9;
+    p->overhead = 0.5e-6;
+    p->gamma = 1.0 / 7.9e9;
+    p->copy = 1.0 / 14.0e9;
+    p->cores = 0;
+}
+
+int xc_model_parse_link(const char *text, xc_link_cost_t *out)
+{
+    char *end;
+    double gbs, us;
+    if (text == NULL)
+        return -1;
+    gbs = strtod(text, &end);
+    if (end == text || *end != ',' || !(gbs > 0) || !isfinite(gbs))
+        return -1;
+    text = end + 1;
+    us = strtod(text, &end);
+    if (end == text || *end != '\0' || !(us >= 0) || !isfinite(us))
+        return -1;
+    out->beta = 1.0 / (gbs * 1e9);
+    out->alpha = us * 1e-6;
+    return 0;
+}
+
+/* ------------------------------------------------------------ the ranks */
+
+/* A message step's state while it waits for its other end (receives
+ * only: the send side finds the receive and writes here). */
+enum { M_IDLE = 0, M_POSTED, M_SEND_WAITING, M_LANDED_EARLY };
+
+typedef struct {
+    uint64_t bytes;
+    double t;           /* receive: when posted, landed or its send was ready */
+    int32_t peer;       /* -1: a local step */
+    uint32_t slot;      /* receive in M_SEND_WAITING: the send's step instead */
+    uint32_t waiting;   /* dependencies not yet complete */
+    uint8_t kind;
+    uint8_t skip_empty;
+    uint8_t state;      /* M_* */
+} mstep_t;
+
+typedef struct {
+    mstep_t *st;
+    uint32_t *cons_first, *cons; /* the schedule's consumers (sched.h) */
+    /* the receives grouped by sender: rpeer[j] (ascending) sends the
+     * receives at recvs[rfirst[j] ...], in slot order */
+    uint32_t *rpeer, *rfirst, *recvs;
+    uint32_t nsteps, npeers;
+    double done;
+} mrank_t;
+
+/* What a core has free from when: its CPU, and the ways out of and into
+ * its memory. A core per rank unless the ranks share params.cores. */
+typedef struct {
+    double cpu, out, in;
+} mcore_t;
+
+/* ------------------------------------------------------------ the events */
+
+enum { EV_DONE = 0, EV_LANDED = 1 };
+
+typedef struct {
+    double t;
+    uint64_t seq;       /* ties go first come first served */
+    uint32_t rank, step;
+    uint32_t type;
+} event_t;
+
+typedef struct {
+    event_t *v;
+    size_t n, cap;
+    uint64_t seq;
+} heap_t;
+
+static int ev_before(const event_t *a, const event_t *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static int heap_push(heap_t *h, double t, uint32_t rank, uint32_t step, uint32_t type)
+{
+    size_t i;
+    event_t e;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 1024;
+        event_t *v = realloc(h->v, cap * sizeof(*v));
+        if (v == NULL)
+            return -1;
+        h->v = v;
+        h->cap = cap;
+    }
+    e.t = t;
+    e.seq = h->seq++;
+    e.rank = rank;
+    e.step = step;
+    e.type = type;
+    for (i = h->n++; i > 0; i = (i - 1) / 4) {
+        if (!ev_before(&e, &h->v[(i - 1) / 4]))
+            break;
+        h->v[i] = h->v[(i - 1) / 4];
+    }
+    h->v[i] = e;
+    return 0;
+}
+
+/* A 4-ary heap: half the levels of a binary one, and a node's children
+ * share cache lines. */
+static event_t heap_pop(heap_t *h)
+{
+    event_t top = h->v[0], last = h->v[--h->n];
+    size_t i = 0, c, k, best;
+    while ((c = 4 * i + 1) < h->n) {
+        best = c;
+        for (k = c + 1; k < c + 4 && k < h->n; k++)
+            if (ev_before(&h->v[k], &h->v[best]))
+                best = k;
+        if (!ev_before(&h->v[best], &last))
+            break;
+        h->v[i] = h->v[best];
+        i = best;
+    }
+    h->v[i] = last;
+    return top;
+}
+
+/* ------------------------------------------------------------ the run */
+
+typedef struct {
+    const xc_model_params_t *p;
+    const struct xc_topo *topo;
+    int P;
+    mrank_t *r;
+    mcore_t *core;             /* per rank, or params.cores of them */
+    double *nic_out, *nic_in;  /* per node */
+    heap_t h;
+    xc_model_result_t *res;
+    int failed;                /* out of memory, or a send without its receive */
+} sim_t;
+
+static int node_of(const sim_t *s, int rank)
+{
+    return s->topo != NULL ? s->topo->node_of[rank] : 0;
+}
+
+static double maxd(double a, double b) { return a > b ? a : b; }
+
+static mcore_t *core_of(const sim_t *s, uint32_t rank)
+{
+    return &s->core[s->p->cores > 0 ? rank % (uint32_t)s->p->cores : rank];
+}
+
+static void push(sim_t *s, double t, uint32_t rank, uint32_t step, uint32_t type)
+{
+    if (heap_push(&s->h, t, rank, step, type) != 0 && !s->failed) {
+        xc_error("model: out of memory for events");
+        s->failed = 1;
+    }
+}
+
+/* The receive on dst matching the send with `slot` from src, or NULL. */
+static mstep_t *matching_recv(sim_t *s, uint32_t src, uint32_t dst, uint32_t slot,
+                              uint32_t *idx)
+{
+    const mrank_t *r = &s->r[dst];
+    uint32_t lo = 0, hi = r->npeers, mid;
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (r->rpeer[mid] < src)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == r->npeers || r->rpeer[lo] != src || r->rfirst[lo] + slot >= r->rfirst[lo + 1]) {
+        if (!s->failed)
+            xc_error("model: rank %u sends message %u to rank %u, which never receives it",
+                     src, slot, dst);
+        s->failed = 1;
+        return NULL;
+    }
+    *idx = r->recvs[r->rfirst[lo] + slot];
+    return &r->st[*idx];
+}
+
+/* The message of a send from src leaves no earlier than `begin`; returns
+ * when its last byte has landed at dst, having taken the ways (or NICs)
+ * it crosses. *left: when the sender's way out is free again. */
+static double wire(sim_t *s, uint32_t src, uint32_t dst, uint64_t bytes, double begin,
+                   double *left)
+{
+    int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
+    const xc_link_cost_t *l = ns == nd ? &s->p->intra : &s->p->inter;
+    double *out = ns == nd ? &core_of(s, src)->out : &s->nic_out[ns];
+    double *in = ns == nd ? &core_of(s, dst)->in : &s->nic_in[nd];
+    double tx = (double)bytes * l->beta, start, land;
+
+    s->res->msgs++;
+    s->res->bytes += bytes;
+    if (ns != nd) {
+        s->res->inter_msgs++;
+        s->res->inter_bytes += bytes;
+    }
+    start = maxd(begin, *out);
+    *out = start + tx;
+    *left = start + tx;
+    land = maxd(start + l->alpha, *in);
+    *in = land + tx;
+    return land + tx;
+}
+
+/* Both ends of a rendezvous message are ready at t: the handshake (one
+ * latency), then the data; both steps end when it has landed. */
+static void rendezvous(sim_t *s, uint32_t src, uint32_t si, uint32_t dst, uint32_t ri, double t)
+{
+    int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
+    double alpha = ns == nd ? s->p->intra.alpha : s->p->inter.alpha, left;
+    double landed = wire(s, src, dst, s->r[src].st[si].bytes, t + alpha, &left);
+    push(s, landed, src, si, EV_DONE);
+    push(s, landed, dst, ri, EV_LANDED);
+}
+
+static void start_send(sim_t *s, uint32_t rank, uint32_t i, double t)
+{
+    mrank_t *r = &s->r[rank];
+    const mstep_t *st = &r->st[i];
+    uint32_t dst = (uint32_t)st->peer, ri;
+    mstep_t *rv = matching_recv(s, rank, dst, st->slot, &ri);
+    mcore_t *core = core_of(s, rank);
+    double begin = maxd(t, core->cpu), landed, left;
+
+    if (rv == NULL)
+        return;
+    core->cpu = begin + s->p->overhead;
+    begin = core->cpu;
+    if (st->bytes <= XC_ACK_ABOVE_BYTES) { /* eager: it leaves now */
+        landed = wire(s, rank, dst, st->bytes, begin, &left);
+        push(s, left, rank, i, EV_DONE);
+        if (rv->state == M_POSTED) {
+            push(s, maxd(landed, rv->t), dst, ri, EV_LANDED);
+        } else {
+            rv->state = M_LANDED_EARLY;
+            rv->t = landed;
+        }
+    } else if (rv->state == M_POSTED) {
+        rendezvous(s, rank, i, dst, ri, maxd(begin, rv->t));
+    } else {
+        rv->state = M_SEND_WAITING;
+        rv->t = begin;
+        rv->slot = i;
+    }
+}
+
+static void start_recv(sim_t *s, uint32_t rank, uint32_t i, double t)
+{
+    mstep_t *st = &s->r[rank].st[i];
+    if (st->state == M_LANDED_EARLY) {
+        push(s, maxd(t, st->t), rank, i, EV_LANDED);
+    } else if (st->state == M_SEND_WAITING) {
+        rendezvous(s, (uint32_t)st->peer, st->slot, rank, i, maxd(t, st->t));
+    } else {
+        st->state = M_POSTED;
+        st->t = t;
+    }
+}
+
+static void start_step(sim_t *s, uint32_t rank, uint32_t i, double t)
+{
+    mrank_t *r = &s->r[rank];
+    const mstep_t *st = &r->st[i];
+    const xc_model_params_t *p = s->p;
+    double cost = 0, begin;
+
+    if (st->skip_empty && st->bytes == 0) {
+        push(s, t, rank, i, EV_DONE);
+        return;
+    }
+    switch (st->kind) {
+    case XC_STEP_SEND:
+        start_send(s, rank, i, t);
+        return;
+    case XC_STEP_RECV:
+    case XC_STEP_RECV_REDUCE:
+        start_recv(s, rank, i, t);
+        return;
+    case XC_STEP_COPY:
+        cost = (double)st->bytes * p->copy;
+        break;
+    case XC_STEP_REDUCE:
+    case XC_STEP_DIVIDE:
+        cost = (double)st->bytes * p->gamma;
+        break;
+    default: /* stamp, check: nothing worth modelling */
+        break;
+    }
+    begin = maxd(t, core_of(s, rank)->cpu);
+    core_of(s, rank)->cpu = begin + cost;
+    push(s, begin + cost, rank, i, EV_DONE);
+}
+
+static void complete_step(sim_t *s, uint32_t rank, uint32_t i, double t)
+{
+    mrank_t *r = &s->r[rank];
+    uint32_t c;
+    r->done = maxd(r->done, t);
+    for (c = r->cons_first[i]; c < r->cons_first[i + 1]; c++)
+        if (--r->st[r->cons[c]].waiting == 0)
+            start_step(s, rank, r->cons[c], t);
+}
+
+/* A receive's message has landed: the receiver's CPU takes it (and
+ * reduces it, for RECV_REDUCE). */
+static void take_message(sim_t *s, uint32_t rank, uint32_t i, double t)
+{
+    mrank_t *r = &s->r[rank];
+    const mstep_t *st = &r->st[i];
+    mcore_t *core = core_of(s, rank);
+    double begin = maxd(t, core->cpu), cost = s->p->overhead;
+    if (st->kind == XC_STEP_RECV_REDUCE)
+        cost += (double)st->bytes * s->p->gamma;
+    core->cpu = begin + cost;
+    push(s, core->cpu, rank, i, EV_DONE);
+}
+
+/* ------------------------------------------------- building the ranks */
+
+/* Where the compact schedules live: big mappings, huge pages where the
+ * kernel gives them, freed at once. At thousands of ranks, faulting in
+ * fresh 4 KiB pages per rank cost a quarter of a simulation. */
+typedef struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+} chunk_t;
+
+typedef struct {
+    chunk_t *head;
+    size_t next_cap;
+} arena_t;
+
+static void *arena_alloc(arena_t *a, size_t bytes)
+{
+    chunk_t *c = a->head;
+    void *p;
+    bytes = (bytes + 15) & ~(size_t)15;
+    if (c == NULL || c->cap - c->used < bytes) {
+        size_t cap = a->next_cap ? a->next_cap : (size_t)2 << 20;
+        while (cap - sizeof(chunk_t) - 16 < bytes)
+            cap *= 2;
+        if (a->next_cap < ((size_t)64 << 20))
+            a->next_cap = cap * 2;
+        p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+#ifdef MADV_HUGEPAGE
+        (void)madvise(p, cap, MADV_HUGEPAGE); /* a hint: refused is fine */
+#endif
+        c = p;
+        c->next = a->head;
+        c->cap = cap;
+        c->used = (sizeof(chunk_t) + 15) & ~(size_t)15;
+        a->head = c;
+    }
+    p = (char *)c + c->used;
+    c->used += bytes;
+    return p;
+}
+
+static void arena_free(arena_t *a)
+{
+    while (a->head != NULL) {
+        chunk_t *c = a->head;
+        a->head = c->next;
+        munmap(c, c->cap);
+    }
+}
+
+/* The step and dependency arrays of one rank's schedule, handed to the
+ * next rank's (fresh ones for each cost page faults at thousands of
+ * ranks), and a per-peer count for grouping receives. */
+typedef struct {
+    xc_step_t *steps;
+    uint32_t steps_cap;
+    uint32_t *deps;
+    uint32_t deps_cap;
+    uint32_t *count;    /* [P], zero between ranks */
+    uint32_t *touched;  /* [P] the peers count holds */
+} spare_t;
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int is_recv(uint8_t kind) { return kind == XC_STEP_RECV || kind == XC_STEP_RECV_REDUCE; }
+
+/* Groups rank m's receives by sender, in slot order (a rank's k-th
+ * receive from a peer is the one with slot k: sched.c numbers them in
+ * step order). */
+static xcoll_status_t group_recvs(mrank_t *m, const xc_sched_t *s, spare_t *sp, arena_t *ar)
+{
+    uint32_t i, j, n = 0, nrecv = 0;
+    for (i = 0; i < s->nsteps; i++) {
+        const xc_step_t *x = &s->steps[i];
+        if (!is_recv(x->kind))
+            continue;
+        if (sp->count[x->peer]++ == 0)
+            sp->touched[n++] = (uint32_t)x->peer;
+        nrecv++;
+    }
+    qsort(sp->touched, n, sizeof(uint32_t), cmp_u32);
+    m->npeers = n;
+    m->rpeer = arena_alloc(ar, ((size_t)n + 1) * sizeof(uint32_t));
+    m->rfirst = arena_alloc(ar, ((size_t)n + 1) * sizeof(uint32_t));
+    m->recvs = arena_alloc(ar, ((size_t)nrecv + 1) * sizeof(uint32_t));
+    if (m->rpeer == NULL || m->rfirst == NULL || m->recvs == NULL) {
+        for (j = 0; j < n; j++)
+            sp->count[sp->touched[j]] = 0;
+        return XCOLL_ERR_NO_MEMORY;
+    }
+    for (nrecv = 0, j = 0; j < n; j++) {
+        uint32_t peer = sp->touched[j];
+        m->rpeer[j] = peer;
+        m->rfirst[j] = nrecv;
+        nrecv += sp->count[peer];
+        sp->count[peer] = j; /* now: the peer's index in rpeer */
+    }
+    m->rfirst[n] = nrecv;
+    for (i = 0; i < s->nsteps; i++) {
+        const xc_step_t *x = &s->steps[i];
+        uint32_t *at;
+        if (!is_recv(x->kind))
+            continue;
+        j = sp->count[x->peer];
+        at = &m->rfirst[j];
+        if (x->slot >= at[1] - at[0]) {
+            xc_error("model: rank %d's receive slots from %d are not 0, 1, 2, ...", s->rank,
+                     x->peer);
+            return XCOLL_ERR_INTERNAL;
+        }
+        m->recvs[at[0] + x->slot] = i;
+    }
+    for (j = 0; j < n; j++)
+        sp->count[sp->touched[j]] = 0;
+    return XCOLL_OK;
+}
+
+/* Moves a finished schedule into the compact form, keeps its arrays in
+ * *sp and frees the rest. */
+static xcoll_status_t compact(mrank_t *m, xc_sched_t *s, spare_t *sp, arena_t *ar)
+{
+    xcoll_status_t rc = XCOLL_ERR_NO_MEMORY;
+    size_t ncons = s->ndeps; /* one consumer per dependency */
+    uint32_t i;
+    m->st = arena_alloc(ar, ((size_t)s->nsteps + 1) * sizeof(*m->st));
+    m->cons_first = arena_alloc(ar, ((size_t)s->nsteps + 2) * sizeof(uint32_t));
+    m->cons = arena_alloc(ar, (ncons + 1) * sizeof(uint32_t));
+    if (m->st != NULL && m->cons_first != NULL && m->cons != NULL) {
+        memcpy(m->cons_first, s->consumers_first, ((size_t)s->nsteps + 2) * sizeof(uint32_t));
+        memcpy(m->cons, s->consumers, ncons * sizeof(uint32_t));
+        rc = group_recvs(m, s, sp, ar);
+    }
+    for (i = 0; rc == XCOLL_OK && i < s->nsteps; i++) {
+        const xc_step_t *x = &s->steps[i];
+        mstep_t *c = &m->st[i];
+        c->bytes = x->bytes;
+        c->t = 0;
+        c->peer = x->peer;
+        c->slot = x->slot;
+        c->waiting = x->ndeps;
+        c->kind = x->kind;
+        c->skip_empty = (x->flags & XC_STEP_F_SKIP_EMPTY) != 0;
+        c->state = M_IDLE;
+    }
+    m->nsteps = s->nsteps;
+    sp->steps = s->steps;
+    sp->steps_cap = s->steps_cap;
+    sp->deps = s->deps;
+    sp->deps_cap = s->deps_cap;
+    s->steps = NULL;
+    s->deps = NULL;
+    xc_sched_fini(s);
+    return rc;
+}
+
+
+/* Builds rank i's schedule into s->r[i]. */
+static xcoll_status_t build_rank(sim_t *s, const xc_algo_t *algo, const xc_coll_args_t *a,
+                                 int i, spare_t *sp, arena_t *ar)
+{
+    xc_coll_args_t ra = *a;
+    xc_sched_t sch;
+    xcoll_status_t rc;
+    ra.rank = i;
+    ra.stamp = NULL;
+    rc = xc_sched_init(&sch, i, s->P, a->dtype, a->op);
+    if (rc != XCOLL_OK) {
+        xc_sched_fini(&sch);
+        return rc;
+    }
+    sch.algo = algo->name;
+    sch.steps = sp->steps;
+    sch.steps_cap = sp->steps_cap;
+    sch.deps = sp->deps;
+    sch.deps_cap = sp->deps_cap;
+    sp->steps = NULL;
+    sp->deps = NULL;
+    rc = algo->build(&sch, &ra);
+    if (rc == XCOLL_OK)
+        rc = xc_sched_finish(&sch);
+    if (rc != XCOLL_OK) {
+        xc_sched_fini(&sch);
+        return rc;
+    }
+    return compact(&s->r[i], &sch, sp, ar);
+}
+
+xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
+                            const xc_model_params_t *p, xc_model_result_t *out)
+{
+    sim_t s;
+    spare_t sp;
+    arena_t ar = {NULL, 0};
+    xcoll_status_t rc = XCOLL_OK;
+    uint64_t steps_left;
+    int i, nnodes;
+    uint32_t k;
+
+    if (algo == NULL || a == NULL || p == NULL || out == NULL || a->size < 1 ||
+        (a->topo != NULL && a->topo->size != a->size))
+        return XCOLL_ERR_INVALID_ARG;
+    memset(out, 0, sizeof(*out));
+    memset(&s, 0, sizeof(s));
+    memset(&sp, 0, sizeof(sp));
+    s.p = p;
+    s.topo = a->topo;
+    s.P = a->size;
+    s.res = out;
+    nnodes = a->topo != NULL ? a->topo->nnodes : 1;
+    s.r = calloc((size_t)s.P, sizeof(*s.r));
+    s.core = calloc(p->cores > 0 ? (size_t)p->cores : (size_t)s.P, sizeof(*s.core));
+    s.nic_out = calloc((size_t)nnodes, sizeof(double));
+    s.nic_in = calloc((size_t)nnodes, sizeof(double));
+    sp.count = calloc((size_t)s.P, sizeof(uint32_t));
+    sp.touched = malloc((size_t)s.P * sizeof(uint32_t));
+    if (s.r == NULL || s.core == NULL || s.nic_out == NULL || s.nic_in == NULL || sp.count == NULL ||
+        sp.touched == NULL) {
+        rc = XCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (i = 0; i < s.P && rc == XCOLL_OK; i++) {
+        rc = build_rank(&s, algo, a, i, &sp, &ar);
+        out->steps += s.r[i].nsteps;
+    }
+    if (rc != XCOLL_OK) {
+        if (rc == XCOLL_ERR_NO_MEMORY)
+            xc_error("model: out of memory building %s for %d ranks", algo->name, s.P);
+        goto out;
+    }
+
+    steps_left = out->steps;
+    for (i = 0; i < s.P; i++)
+        for (k = 0; k < s.r[i].nsteps; k++)
+            if (s.r[i].st[k].waiting == 0)
+                start_step(&s, (uint32_t)i, k, 0.0);
+    while (s.h.n > 0 && !s.failed) {
+        event_t e = heap_pop(&s.h);
+        if (e.type == EV_LANDED) {
+            take_message(&s, e.rank, e.step, e.t);
+        } else {
+            complete_step(&s, e.rank, e.step, e.t);
+            steps_left--;
+        }
+    }
+    if (s.failed) {
+        rc = XCOLL_ERR_INTERNAL;
+        goto out;
+    }
+    if (steps_left != 0) {
+        xc_error("model: %s on %d ranks: %llu steps never complete (a receive without its "
+                 "send, or a cycle)", algo->name, s.P, (unsigned long long)steps_left);
+        rc = XCOLL_ERR_INTERNAL;
+        goto out;
+    }
+    out->first_done = INFINITY;
+    for (i = 0; i < s.P; i++) {
+        out->time = maxd(out->time, s.r[i].done);
+        if (s.r[i].done < out->first_done)
+            out->first_done = s.r[i].done;
+    }
+out:
+    free(sp.steps);
+    free(sp.deps);
+    free(sp.count);
+    free(sp.touched);
+    arena_free(&ar);
+    free(s.r);
+    free(s.core);
+    free(s.nic_out);
+    free(s.nic_in);
+    free(s.h.v);
+    return rc;
+}
+
+/* ------------------------------------------------- a bound, and a choice */
+
+xcoll_status_t xc_model_bound(const xc_algo_t *algo, const xc_coll_args_t *a,
+                              const xc_model_params_t *p, int rank, double *bound,
+                              uint64_t *steps)
+{
+    xc_coll_args_t ra;
+    xc_sched_t sch;
+    xcoll_status_t rc;
+    double *end = NULL, alpha, beta, chain = 0;
+    /* what this rank's own resources must carry, one thing at a time:
+     * its CPU, its ways out and in, its node's NIC (its own share) */
+    double cpu = 0, out = 0, in = 0, nic_out = 0, nic_in = 0;
+    uint32_t i, d;
+
+    if (algo == NULL || a == NULL || p == NULL || bound == NULL || steps == NULL ||
+        rank < 0 || rank >= a->size)
+        return XCOLL_ERR_INVALID_ARG;
+    alpha = p->intra.alpha < p->inter.alpha ? p->intra.alpha : p->inter.alpha;
+    beta = p->intra.beta < p->inter.beta ? p->intra.beta : p->inter.beta;
+    ra = *a;
+    ra.rank = rank;
+    ra.stamp = NULL;
+    rc = xc_sched_init(&sch, rank, a->size, a->dtype, a->op);
+    if (rc == XCOLL_OK)
+        rc = algo->build(&sch, &ra);
+    if (rc == XCOLL_OK && (end = malloc(((size_t)sch.nsteps + 1) * sizeof(double))) == NULL)
+        rc = XCOLL_ERR_NO_MEMORY;
+    /* the longest chain of dependencies, each step at the least it can
+     * cost whatever its peers do: the simulation's own costs, every wait
+     * left out */
+    for (i = 0; rc == XCOLL_OK && i < sch.nsteps; i++) {
+        const xc_step_t *st = &sch.steps[i];
+        double ready = 0, cost = 0, b = (double)st->bytes, work = 0;
+        int msg = st->kind == XC_STEP_SEND || st->kind == XC_STEP_RECV ||
+                  st->kind == XC_STEP_RECV_REDUCE;
+        for (d = 0; d < st->ndeps; d++)
+            ready = maxd(ready, end[sch.deps[st->dep_first + d]]);
+        if ((st->flags & XC_STEP_F_SKIP_EMPTY) && st->bytes == 0) {
+            end[i] = ready;
+            continue;
+        }
+        if (msg) {
+            int local = a->topo == NULL || a->topo->node_of[st->peer] == a->topo->node_of[rank];
+            const xc_link_cost_t *l = local ? &p->intra : &p->inter;
+            double *port = st->kind == XC_STEP_SEND ? (local ? &out : &nic_out)
+                                                    : (local ? &in : &nic_in);
+            work = p->overhead + (st->kind == XC_STEP_RECV_REDUCE ? b * p->gamma : 0);
+            cost = work + (st->bytes > XC_ACK_ABOVE_BYTES ? 2 * alpha + b * beta : 0) +
+                   (st->kind == XC_STEP_SEND && st->bytes <= XC_ACK_ABOVE_BYTES ? b * beta : 0);
+            *port += b * l->beta;
+        } else if (st->kind == XC_STEP_COPY) {
+            cost = work = b * p->copy;
+        } else if (st->kind == XC_STEP_REDUCE || st->kind == XC_STEP_DIVIDE) {
+            cost = work = b * p->gamma;
+        }
+        cpu += work;
+        end[i] = ready + cost;
+        chain = maxd(chain, end[i]);
+    }
+    *bound = maxd(maxd(chain, cpu), maxd(maxd(out, in), maxd(nic_out, nic_in)));
+    *steps = rc == XCOLL_OK ? sch.nsteps : 0;
+    free(end);
+    xc_sched_fini(&sch);
+    return rc;
+}
+
+xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t *p,
+                                const struct xc_tune *tune, uint64_t exact_steps,
+                                xc_model_entry_t *out, size_t cap, size_t *n,
+                                const xc_algo_t **picked)
+{
+    xc_coll_args_t ra;
+    xc_sched_t sch;
+    xcoll_status_t rc;
+    double best = INFINITY;
+    size_t i, k = 0;
+    int pass;
+
+    if (a == NULL || p == NULL || out == NULL || n == NULL || picked == NULL)
+        return XCOLL_ERR_INVALID_ARG;
+    *n = 0;
+    *picked = NULL;
+    ra = *a;
+    ra.rank = 0;
+    ra.stamp = NULL;
+    ra.fallback = 0;
+    rc = xc_select_and_build(&sch, &ra, tune, NULL, 0);
+    if (rc != XCOLL_OK)
+        return rc;
+    *picked = xc_algo_find(a->coll, sch.algo);
+    xc_sched_fini(&sch);
+
+    for (i = 0; i < xc_num_algorithms; i++) {
+        const xc_algo_t *al = &xc_algorithms[i];
+        xc_model_entry_t *e;
+        if (al->coll != a->coll)
+            continue;
+        if (k == cap)
+            return XCOLL_ERR_INVALID_ARG;
+        e = &out[k++];
+        memset(e, 0, sizeof(*e));
+        e->algo = al;
+        rc = xc_model_bound(al, a, p, 0, &e->bound, &e->steps);
+        e->steps *= (uint64_t)a->size; /* an estimate, until it runs */
+        if (rc == XCOLL_ERR_UNSUPPORTED) {
+            e->status = XC_MODEL_DECLINED;
+            continue;
+        }
+        if (rc != XCOLL_OK)
+            return rc;
+        e->status = XC_MODEL_BOUNDED;
+    }
+    *n = k;
+    /* the small ones first, so a large one whose bound exceeds their best
+     * need not run; the pick always runs */
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 0; i < k; i++) {
+            xc_model_entry_t *e = &out[i];
+            xc_model_result_t res;
+            if (e->status != XC_MODEL_BOUNDED)
+                continue;
+            if (pass == 0 && e->steps > exact_steps && e->algo != *picked)
+                continue;
+            if (pass == 1 && e->bound >= best)
+                continue;
+            rc = xc_model_run(e->algo, a, p, &res);
+            if (rc == XCOLL_ERR_UNSUPPORTED) {
+                e->status = XC_MODEL_DECLINED;
+                continue;
+            }
+            if (rc != XCOLL_OK)
+                return rc;
+            e->status = XC_MODEL_RAN;
+            e->time = res.time;
+            e->steps = res.steps;
+            if (res.time < best)
+                best = res.time;
+        }
+    }
+    return XCOLL_OK;
+}

@@ -1,0 +1,312 @@
+/* The cost model (lib/coll/model.h), checked three ways:
+ * - formulas: where docs/ALGORITHMS.md gives an algorithm's time in
+ *   alpha, beta and gamma, the simulation of its real schedules must
+ *   give it to the last digit (the model is those costs, nothing else);
+ * - sharing: a NIC serves its node's ranks one message at a time, and a
+ *   rank's CPU one step at a time;
+ * - selection at scale: on the reference clusters of docs/SCALING.md, at
+ *   64 to 4096 ranks, the default table must never pick an algorithm the
+ *   model predicts more than 1.3x slower than the best one (checked_at
+ *   says which collectives at 4096).
+ * Usage: test_model [-v] [-q] [formulas|sharing|select]
+ *   -q: the selection check at 64 and 256 ranks only (sanitizer builds).
+ * Prints "test_model: N passed, M failed"; exits 1 on any failure. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll/coll.h"
+#include "coll/model.h"
+#include "coll/tune.h"
+#include "log.h"
+#include "topo.h"
+
+static unsigned long n_passed, n_failed;
+static int verbose;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void check(int ok, const char *fmt, ...)
+{
+    va_list ap;
+    if (ok)
+        n_passed++;
+    else
+        n_failed++;
+    if (ok && !verbose)
+        return;
+    printf("%s ", ok ? "ok  " : "FAIL");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+static const xc_algo_t *algo(xc_coll_t coll, const char *name)
+{
+    const xc_algo_t *a = xc_algo_find(coll, name);
+    if (a == NULL) {
+        fprintf(stderr, "test_model: no algorithm %s\n", name);
+        exit(2);
+    }
+    return a;
+}
+
+/* Simulated time of one call, in seconds; -1 when it fails. */
+static double model_time(xc_coll_t coll, const char *name, int P, int rpn, size_t bytes,
+                         const xc_model_params_t *p)
+{
+    xc_coll_args_t a;
+    xc_model_result_t r;
+    struct xc_topo *topo = NULL;
+    xcoll_status_t rc;
+    memset(&a, 0, sizeof(a));
+    a.coll = coll;
+    a.size = P;
+    a.dtype = XCOLL_FLOAT32;
+    a.count = bytes / 4;
+    a.op = XCOLL_SUM;
+    if (rpn > 0 && xc_topo_from_ranks_per_node(P, rpn, &topo) != XCOLL_OK)
+        return -1;
+    a.topo = topo;
+    rc = xc_model_run(algo(coll, name), &a, p, &r);
+    xc_topo_free(topo);
+    return rc == XCOLL_OK ? r.time : -1;
+}
+
+static int close_to(double got, double want)
+{
+    return fabs(got - want) <= 1e-9 * fabs(want) + 1e-15;
+}
+
+/* One node, every cost but the named ones zero. */
+static xc_model_params_t bare(void)
+{
+    xc_model_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.intra.alpha = 1e-6;
+    p.intra.beta = 1.0 / 5e9;
+    p.inter = p.intra;
+    return p;
+}
+
+/* docs/ALGORITHMS.md's times, in the model's terms: a rendezvous message
+ * (> 8 KiB) costs a handshake and a transfer, 2 alpha + b beta; an eager
+ * one o + alpha + b beta + o. */
+static void run_formulas(void)
+{
+    static const int Ps[] = {2, 4, 8, 16, 64};
+    size_t i;
+    for (i = 0; i < sizeof(Ps) / sizeof(Ps[0]); i++) {
+        const int P = Ps[i];
+        xc_model_params_t p = bare();
+        const double b = 64 * 1024; /* a block: rendezvous, one ring segment */
+        double want, got;
+        int lg = 0;
+        while ((1 << lg) < P)
+            lg++;
+
+        /* ring: 2(P-1) rounds of one block to the next rank, the
+         * reduce-scatter half reducing each block as it lands */
+        p.gamma = 1.0 / 3e9;
+        want = 2 * (P - 1) * (2 * p.intra.alpha + b * p.intra.beta) + (P - 1) * b * p.gamma;
+        got = model_time(XC_COLL_ALLREDUCE, "ring", P, 0, (size_t)b * (size_t)P, &p);
+        check(close_to(got, want), "formula: ring allreduce P=%d: %.4f us, formula %.4f us", P,
+              got * 1e6, want * 1e6);
+
+        /* recursive doubling, eager (64 B): log2 P rounds, each a send
+         * (o), the wire (alpha + b beta), the receive (o) and its reduction */
+        p.overhead = 0.25e-6;
+        want = lg * (2 * p.overhead + p.intra.alpha + 64 * p.intra.beta + 64 * p.gamma);
+        got = model_time(XC_COLL_ALLREDUCE, "recdbl", P, 0, 64, &p);
+        check(close_to(got, want), "formula: recdbl allreduce P=%d: %.4f us, formula %.4f us", P,
+              got * 1e6, want * 1e6);
+
+    }
+}
+
+/* What the model shares: a node's NIC between its ranks, and a rank's CPU
+ * between its steps. */
+static void run_sharing(void)
+{
+    xc_model_params_t p = bare();
+    const size_t b = 1 << 20;
+    double one, many, cpu1, cpu2;
+    int K;
+    p.inter.alpha = 2e-6;
+    p.inter.beta = 1.0 / 10e9;
+    p.intra.beta = 1.0 / 100e9; /* so the NIC is what limits */
+    /* pairwise alltoall on 2 nodes of K ranks: each node sends K*K blocks
+     * through its NIC, so at K ranks a node it takes ~K^2 times the
+     * transfer of one block (the links within a node are 10x faster) */
+    one = model_time(XC_COLL_ALLTOALL, "pairwise", 2, 1, b, &p);
+    for (K = 2; K <= 8; K *= 2) {
+        double wire = (double)K * K * (double)b * p.inter.beta;
+        many = model_time(XC_COLL_ALLTOALL, "pairwise", 2 * K, K, b, &p);
+        check(many >= wire && many <= 1.25 * wire + one,
+              "sharing: pairwise alltoall 2 nodes x %d: %.1f us, the NIC alone %.1f us", K,
+              many * 1e6, wire * 1e6);
+    }
+    /* one rank a node: nothing shared, one rendezvous transfer */
+    check(close_to(one, 2 * p.inter.alpha + (double)b * p.inter.beta),
+          "sharing: one rank a node is one transfer (%.1f us)", one * 1e6);
+
+    /* a reduction's cost is CPU time: twice gamma, about twice the time
+     * of recdbl at a size where reductions dominate */
+    p = bare();
+    p.intra.beta = 1.0 / 1000e9;
+    p.gamma = 1.0 / 1e9;
+    cpu1 = model_time(XC_COLL_ALLREDUCE, "recdbl", 8, 0, 4 << 20, &p);
+    p.gamma = 2.0 / 1e9;
+    cpu2 = model_time(XC_COLL_ALLREDUCE, "recdbl", 8, 0, 4 << 20, &p);
+    check(cpu2 > 1.9 * cpu1 && cpu2 < 2.1 * cpu1, "sharing: gamma x2 -> recdbl %.1f -> %.1f us",
+          cpu1 * 1e6, cpu2 * 1e6);
+    /* 8 ranks on 2 cores: 4 ranks' reductions one after another on each */
+    p.cores = 2;
+    cpu1 = model_time(XC_COLL_ALLREDUCE, "recdbl", 8, 0, 4 << 20, &p);
+    check(cpu1 > 3.6 * cpu2 && cpu1 < 4.4 * cpu2,
+          "sharing: 8 ranks on 2 cores -> recdbl %.1f us, %.2fx a core each", cpu1 * 1e6,
+          cpu1 / cpu2);
+}
+
+/* ------------------------------------------------------- selection at scale */
+
+typedef struct {
+    const char *name;
+    int rpn;
+    double nic_gbs, nic_us;
+} cluster_t;
+
+/* docs/SCALING.md's reference clusters (bench/model_rules.py has them
+ * too). Within a node both have the same: 5 GB/s and 1 us a message, 0.3 us
+ * of CPU per message, reductions at 4 GB/s, copies at 8 GB/s. */
+static const cluster_t clusters[] = {
+    {"A: 8 ranks a node, 25 GB/s 2 us NIC", 8, 25, 2},
+    {"B: 128 ranks a node, 12.5 GB/s 3 us NIC", 128, 12.5, 3},
+};
+
+static xc_model_params_t cluster_params(const cluster_t *cl)
+{
+    xc_model_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.intra.alpha = 1e-6;
+    p.intra.beta = 1.0 / 5e9;
+    p.overhead = 0.3e-6;
+    p.gamma = 1.0 / 4e9;
+    p.copy = 1.0 / 8e9;
+    p.inter.alpha = cl->nic_us * 1e-6;
+    p.inter.beta = 1.0 / (cl->nic_gbs * 1e9);
+    return p;
+}
+
+static const size_t sel_sizes[] = {8, 512, 4096, 32768, 262144, 2 << 20, 16 << 20};
+
+/* At 4096 ranks a schedule of P^2 messages takes the model half a minute
+ * or more (ring, pairwise, scatter-allgather, reduce-scatter-gather), and
+ * the picks for allgather, reduce_scatter, reduce (rsg from 1 MiB) and
+ * alltoall are such schedules: they are checked to 1024 ranks here, and at
+ * 4096 by bench/model_rules.py (docs/SCALING.md). Allreduce and bcast are
+ * checked at 4096: their picks are trees and recursive doubling, and a
+ * ring or scatter-allgather runs only where its bound does not rule it
+ * out. */
+static int checked_at(int coll, int P)
+{
+    if (P <= 1024)
+        return 1;
+    return coll == XC_COLL_ALLREDUCE || coll == XC_COLL_BCAST || coll == XC_COLL_BARRIER ||
+           coll == XC_COLL_GATHER || coll == XC_COLL_SCATTER;
+}
+
+static void run_select(int quick)
+{
+    static const int Ps[] = {64, 256, 1024, 4096};
+    size_t c, i, k, n, j;
+    xc_model_entry_t e[16];
+    for (c = 0; c < sizeof(clusters) / sizeof(clusters[0]); c++) {
+        const cluster_t *cl = &clusters[c];
+        const xc_model_params_t p = cluster_params(cl);
+        for (i = 0; i < sizeof(Ps) / sizeof(Ps[0]); i++) {
+            const int P = Ps[i];
+            struct xc_topo *topo = NULL;
+            struct timespec t0, t1;
+            int coll;
+            if (quick && P > 256)
+                break;
+            if (xc_topo_from_ranks_per_node(P, P < cl->rpn ? P : cl->rpn, &topo) != XCOLL_OK) {
+                fprintf(stderr, "test_model: out of memory\n");
+                exit(2);
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            for (coll = 0; coll <= XC_COLL_BARRIER; coll++) {
+                if (!checked_at(coll, P))
+                    continue;
+                for (k = 0; k < sizeof(sel_sizes) / sizeof(sel_sizes[0]); k++) {
+                    xc_coll_args_t a;
+                    const xc_algo_t *picked;
+                    const xc_model_entry_t *best = NULL, *pe = NULL;
+                    xcoll_status_t rc;
+                    if (coll == XC_COLL_BARRIER && k > 0)
+                        break;
+                    memset(&a, 0, sizeof(a));
+                    a.coll = (xc_coll_t)coll;
+                    a.size = P;
+                    a.dtype = XCOLL_FLOAT32;
+                    a.count = coll == XC_COLL_BARRIER ? 0 : sel_sizes[k] / 4;
+                    a.op = XCOLL_SUM;
+                    a.topo = topo;
+                    rc = xc_model_compare(&a, &p, NULL, 8u * 1000 * 1000, e, 16, &n, &picked);
+                    if (rc != XCOLL_OK) {
+                        check(0, "select %s P=%d %s %zu B: %s", cl->name, P,
+                              xc_coll_name(a.coll), sel_sizes[k], xcoll_strerror(rc));
+                        continue;
+                    }
+                    for (j = 0; j < n; j++) {
+                        if (e[j].status == XC_MODEL_RAN &&
+                            (best == NULL || e[j].time < best->time))
+                            best = &e[j];
+                        if (e[j].algo == picked)
+                            pe = &e[j];
+                    }
+                    check(pe != NULL && best != NULL && pe->status == XC_MODEL_RAN &&
+                              pe->time <= 1.3 * best->time,
+                          "select %s P=%d %s %zu B: picks %s %.1f us, best %s %.1f us (%.2fx)",
+                          cl->name, P, xc_coll_name(a.coll), sel_sizes[k],
+                          pe ? pe->algo->name : "?", pe ? pe->time * 1e6 : 0,
+                          best ? best->algo->name : "?", best ? best->time * 1e6 : 0,
+                          pe && best ? pe->time / best->time : 0);
+                }
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            printf("select: %s, %d ranks: %.1f s\n", cl->name, P,
+                   (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+            fflush(stdout);
+            xc_topo_free(topo);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, i;
+    const char *only = NULL;
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-v"))
+            verbose = 1;
+        else if (!strcmp(argv[i], "-q"))
+            quick = 1;
+        else
+            only = argv[i];
+    }
+    xc_log_init();
+    if (only == NULL || !strcmp(only, "formulas"))
+        run_formulas();
+    if (only == NULL || !strcmp(only, "sharing"))
+        run_sharing();
+    if (only == NULL || !strcmp(only, "select"))
+        run_select(quick);
+    printf("test_model: %lu passed, %lu failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}

@@ -1,0 +1,55 @@
+#!/bin/sh
+# The cost model: its formulas, what it shares, and the default table's
+# choices on the reference clusters of docs/SCALING.md (test_model); every
+# algorithm's schedules built for many ranks and counted by the model
+# against the simulator's formulas (test_sim --scale); xcoll-info --predict,
+# its chart and its usage errors. XCOLL_TEST_QUICK=1 (sanitizer builds,
+# distcheck): the selection check to 256 ranks and the counts at 256 ranks;
+# otherwise the selection check to 4096 ranks and the counts at 1024 (at
+# 4096 they take 4 minutes and 3 GB: `test_sim --scale 4096` by hand,
+# docs/SCALING.md).
+b="${builddir:-.}"
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+if [ "${XCOLL_TEST_QUICK:-0}" = 1 ]; then
+    "$b/test/sim/test_model" -q || fails=$((fails + 1))
+    "$b/test/sim/test_sim" --scale 256 || fails=$((fails + 1))
+else
+    "$b/test/sim/test_model" || fails=$((fails + 1))
+    "$b/test/sim/test_sim" --scale 1024 || fails=$((fails + 1))
+fi
+
+info="$b/bin/xcoll-info"
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+if "$info" --predict --nodes 2 --ranks-per-node 4 --inter 10,5 --coll allreduce \
+    --sizes 8,64K,4M --plot "$tmp/a.svg" > "$tmp/out" 2>&1; then
+    grep -q '^# 2 nodes x 4 ranks = 8 ranks; .* between nodes 10 GB/s 5 us' "$tmp/out" ||
+        fail "--predict: no cluster line: $(head -n 1 "$tmp/out")"
+    [ "$(grep -c '^ *\(8\|64K\|4M\) ' "$tmp/out")" = 3 ] || fail "--predict: not 3 size rows"
+    grep -q 'picked.*best' "$tmp/out" || fail "--predict: no picked/best columns"
+    if command -v xmllint > /dev/null 2>&1; then
+        xmllint --noout "$tmp/a.svg" 2> /dev/null || fail "--plot: not well-formed XML"
+    fi
+    grep -q 'rabenseifner' "$tmp/a.svg" || fail "--plot: no curve named rabenseifner"
+else
+    fail "xcoll-info --predict exited $?: $(tail -n 3 "$tmp/out")"
+fi
+usage() { # WHY ARGS...: must exit 2
+    why=$1
+    shift
+    "$info" --predict "$@" > "$tmp/u" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] || fail "--predict $*: exit $rc, want 2 ($why)"
+}
+usage "no nodes" --ranks-per-node 4
+usage "no ranks a node" --nodes 4
+usage "a link without its latency" --nodes 2 --ranks-per-node 2 --inter 25
+usage "a negative bandwidth" --nodes 2 --ranks-per-node 2 --intra -5,1
+usage "an unknown collective" --nodes 2 --ranks-per-node 2 --coll allreduse
+usage "--plot without --coll" --nodes 2 --ranks-per-node 2 --plot "$tmp/x.svg"
+usage "a bad size" --nodes 2 --ranks-per-node 2 --sizes 8,abc
+usage "too many ranks" --nodes 65536 --ranks-per-node 2
+echo "test_model.sh: xcoll-info --predict checked"
+[ "$fails" = 0 ]
