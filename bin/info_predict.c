@@ -36,7 +36,8 @@ static void usage(FILE *f)
             "  cores, as on a machine with fewer cores than ranks.\n"
             "  'picked' is what the active selection table (defaults, XCOLL_TUNE_FILE,\n"
             "  XCOLL_TUNE) chooses, 'best' the fastest by the model. '>T' is a lower\n"
-            "  bound: that algorithm was not simulated, as it cannot beat the best.\n"
+            "  bound: that algorithm was not simulated, as it cannot beat the best or\n"
+            "  needs more than 160 M steps. Sizes: 1 B to 16 GiB.\n"
             "  --plot (with --coll): every algorithm's predicted size / time as an SVG\n"
             "  chart.\n");
 }
@@ -50,10 +51,17 @@ static int add_size(const char *item, void *ctx)
 {
     sizes_t *s = ctx;
     size_t b;
-    if (s->n == MAX_SIZES || tool_parse_size(item, &b) != 0 || b == 0)
+    /* 16 GiB: a pipelined schedule's segments stay countable */
+    if (s->n == MAX_SIZES || tool_parse_size(item, &b) != 0 || b == 0 || b > ((size_t)16 << 30))
         return -1;
     s->v[s->n++] = b;
     return 0;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 static void size_text(size_t b, char *buf, size_t len)
@@ -180,6 +188,34 @@ static int predict_coll(xc_coll_t coll, const sizes_t *sizes, int P, const struc
     return 0;
 }
 
+/* A number and nothing else, in [lo, inf) (lo excluded when open): 0, or
+ * -1 for anything else ("5x", "", "abc", nan). */
+static int parse_number(const char *v, double lo, int open, double *out)
+{
+    char *end;
+    double x;
+    if (v == NULL)
+        return -1;
+    x = strtod(v, &end);
+    if (end == v || *end != '\0' || !isfinite(x) || x < lo || (open && x == lo))
+        return -1;
+    *out = x;
+    return 0;
+}
+
+/* GB/s into seconds a byte: -1 where that is not a finite positive number. */
+static int parse_rate(const char *v, double *sec_per_byte)
+{
+    double gbs, r;
+    if (parse_number(v, 0, 1, &gbs) != 0)
+        return -1;
+    r = 1.0 / (gbs * 1e9);
+    if (!isfinite(r) || r <= 0)
+        return -1;
+    *sec_per_byte = r;
+    return 0;
+}
+
 static int parse_link(const char *opt, const char *v, xc_link_cost_t *l)
 {
     if (v == NULL || xc_model_parse_link(v, l) != 0) {
@@ -201,7 +237,7 @@ int info_predict(int argc, char **argv)
     struct xc_topo *topo = NULL;
     xc_tune_t *tune = NULL;
     char err[512];
-    double gbs;
+    double us;
 
     xc_model_params_default(&mp);
     for (i = 0; i < argc; i++) {
@@ -218,16 +254,14 @@ int info_predict(int argc, char **argv)
         } else if (!strcmp(o, "--inter")) {
             if (parse_link(o, v, &mp.inter) != 0)
                 return 2;
-        } else if (!strcmp(o, "--reduce") && v && (gbs = atof(v)) > 0 && isfinite(gbs)) {
-            mp.gamma = 1.0 / (gbs * 1e9);
+        } else if (!strcmp(o, "--reduce") && parse_rate(v, &mp.gamma) == 0) {
         } else if (!strcmp(o, "--cores") && v && tool_parse_int(v, 1, 1 << 20, &mp.cores) == 0) {
-        } else if (!strcmp(o, "--copy") && v && (gbs = atof(v)) > 0 && isfinite(gbs)) {
-            mp.copy = 1.0 / (gbs * 1e9);
-        } else if (!strcmp(o, "--overhead") && v && (gbs = atof(v)) >= 0 && isfinite(gbs)) {
-            mp.overhead = gbs * 1e-6;
+        } else if (!strcmp(o, "--copy") && parse_rate(v, &mp.copy) == 0) {
+        } else if (!strcmp(o, "--overhead") && parse_number(v, 0, 0, &us) == 0) {
+            mp.overhead = us * 1e-6;
         } else if (!strcmp(o, "--coll") && v && (coll = tool_coll_from_name(v)) >= 0 &&
                    coll <= XC_COLL_BARRIER) {
-        } else if (!strcmp(o, "--sizes") && v && tool_each_item(v, add_size, &sizes) == 0) {
+        } else if (!strcmp(o, "--sizes") && v && *v && tool_each_item(v, add_size, &sizes) == 0) {
         } else if (!strcmp(o, "--plot") && v) {
             plot = v;
         } else {
@@ -251,6 +285,8 @@ int info_predict(int argc, char **argv)
         fprintf(stderr, "xcoll-info --predict: at most 65536 ranks\n");
         return 2;
     }
+    /* in order, as the chart's x axis wants them */
+    qsort(sizes.v, (size_t)sizes.n, sizeof(sizes.v[0]), cmp_size);
     if (sizes.n == 0) {
         size_t b;
         for (b = 8; b <= ((size_t)64 << 20); b *= 8)

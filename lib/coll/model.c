@@ -43,6 +43,8 @@ int xc_model_parse_link(const char *text, xc_link_cost_t *out)
     us = strtod(text, &end);
     if (end == text || *end != '\0' || !(us >= 0) || !isfinite(us))
         return -1;
+    if (!isfinite(1.0 / (gbs * 1e9))) /* a rate so small its inverse overflows */
+        return -1;
     out->beta = 1.0 / (gbs * 1e9);
     out->alpha = us * 1e-6;
     return 0;
@@ -160,7 +162,8 @@ typedef struct {
     double *nic_out, *nic_in;  /* per node */
     heap_t h;
     xc_model_result_t *res;
-    int failed;                /* out of memory, or a send without its receive */
+    int failed;                /* a send without its receive, or sizes that differ */
+    int oom;
 } sim_t;
 
 static int node_of(const sim_t *s, int rank)
@@ -177,9 +180,9 @@ static mcore_t *core_of(const sim_t *s, uint32_t rank)
 
 static void push(sim_t *s, double t, uint32_t rank, uint32_t step, uint32_t type)
 {
-    if (heap_push(&s->h, t, rank, step, type) != 0 && !s->failed) {
+    if (heap_push(&s->h, t, rank, step, type) != 0 && !s->oom) {
         xc_error("model: out of memory for events");
-        s->failed = 1;
+        s->oom = 1;
     }
 }
 
@@ -196,7 +199,7 @@ static mstep_t *matching_recv(sim_t *s, uint32_t src, uint32_t dst, uint32_t slo
         else
             hi = mid;
     }
-    if (lo == r->npeers || r->rpeer[lo] != src || r->rfirst[lo] + slot >= r->rfirst[lo + 1]) {
+    if (lo == r->npeers || r->rpeer[lo] != src || slot >= r->rfirst[lo + 1] - r->rfirst[lo]) {
         if (!s->failed)
             xc_error("model: rank %u sends message %u to rank %u, which never receives it",
                      src, slot, dst);
@@ -255,6 +258,14 @@ static void start_send(sim_t *s, uint32_t rank, uint32_t i, double t)
 
     if (rv == NULL)
         return;
+    /* the bound (xc_model_bound) prices each end by its own size */
+    if (rv->bytes != st->bytes) {
+        if (!s->failed)
+            xc_error("model: rank %u sends %llu bytes to rank %u, which receives %llu", rank,
+                     (unsigned long long)st->bytes, dst, (unsigned long long)rv->bytes);
+        s->failed = 1;
+        return;
+    }
     core->cpu = begin + s->p->overhead;
     begin = core->cpu;
     if (st->bytes <= XC_ACK_ABOVE_BYTES) { /* eager: it leaves now */
@@ -539,6 +550,14 @@ static xcoll_status_t build_rank(sim_t *s, const xc_algo_t *algo, const xc_coll_
     return compact(&s->r[i], &sch, sp, ar);
 }
 
+/* What the model takes: a collective with one count for every rank (the
+ * v-variants' counts are not modelled) and a topology of its size. */
+static int args_ok(const xc_coll_args_t *a)
+{
+    return a != NULL && a->size >= 1 && a->coll < XC_COLL_COUNT && !xc_coll_is_vector(a->coll) &&
+           (a->topo == NULL || a->topo->size == a->size);
+}
+
 xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
                             const xc_model_params_t *p, xc_model_result_t *out)
 {
@@ -550,8 +569,7 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
     int i, nnodes;
     uint32_t k;
 
-    if (algo == NULL || a == NULL || p == NULL || out == NULL || a->size < 1 ||
-        (a->topo != NULL && a->topo->size != a->size))
+    if (algo == NULL || !args_ok(a) || p == NULL || out == NULL)
         return XCOLL_ERR_INVALID_ARG;
     memset(out, 0, sizeof(*out));
     memset(&s, 0, sizeof(s));
@@ -575,6 +593,12 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
     for (i = 0; i < s.P && rc == XCOLL_OK; i++) {
         rc = build_rank(&s, algo, a, i, &sp, &ar);
         out->steps += s.r[i].nsteps;
+        if (rc == XCOLL_OK && out->steps > XC_MODEL_MAX_STEPS) {
+            xc_error("model: %s on %d ranks needs more than %llu steps (the model's limit, "
+                     "about 5 GB)", algo->name, s.P, (unsigned long long)XC_MODEL_MAX_STEPS);
+            rc = XCOLL_ERR_NO_MEMORY;
+            goto out;
+        }
     }
     if (rc != XCOLL_OK) {
         if (rc == XCOLL_ERR_NO_MEMORY)
@@ -587,7 +611,7 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
         for (k = 0; k < s.r[i].nsteps; k++)
             if (s.r[i].st[k].waiting == 0)
                 start_step(&s, (uint32_t)i, k, 0.0);
-    while (s.h.n > 0 && !s.failed) {
+    while (s.h.n > 0 && !s.failed && !s.oom) {
         event_t e = heap_pop(&s.h);
         if (e.type == EV_LANDED) {
             take_message(&s, e.rank, e.step, e.t);
@@ -596,8 +620,8 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
             steps_left--;
         }
     }
-    if (s.failed) {
-        rc = XCOLL_ERR_INTERNAL;
+    if (s.failed || s.oom) {
+        rc = s.oom ? XCOLL_ERR_NO_MEMORY : XCOLL_ERR_INTERNAL;
         goto out;
     }
     if (steps_left != 0) {
@@ -641,8 +665,8 @@ xcoll_status_t xc_model_bound(const xc_algo_t *algo, const xc_coll_args_t *a,
     double cpu = 0, out = 0, in = 0, nic_out = 0, nic_in = 0;
     uint32_t i, d;
 
-    if (algo == NULL || a == NULL || p == NULL || bound == NULL || steps == NULL ||
-        rank < 0 || rank >= a->size)
+    if (algo == NULL || !args_ok(a) || p == NULL || bound == NULL || steps == NULL || rank < 0 ||
+        rank >= a->size)
         return XCOLL_ERR_INVALID_ARG;
     alpha = p->intra.alpha < p->inter.alpha ? p->intra.alpha : p->inter.alpha;
     beta = p->intra.beta < p->inter.beta ? p->intra.beta : p->inter.beta;
@@ -705,7 +729,7 @@ xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t
     size_t i, k = 0;
     int pass;
 
-    if (a == NULL || p == NULL || out == NULL || n == NULL || picked == NULL)
+    if (!args_ok(a) || p == NULL || out == NULL || n == NULL || picked == NULL)
         return XCOLL_ERR_INVALID_ARG;
     *n = 0;
     *picked = NULL;
@@ -752,6 +776,8 @@ xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t
                 continue;
             if (pass == 1 && e->bound >= best)
                 continue;
+            if (e->steps > XC_MODEL_MAX_STEPS)
+                continue; /* too large to run here: its bound stands */
             rc = xc_model_run(e->algo, a, p, &res);
             if (rc == XCOLL_ERR_UNSUPPORTED) {
                 e->status = XC_MODEL_DECLINED;

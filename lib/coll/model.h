@@ -56,11 +56,17 @@ typedef struct {
     uint64_t steps;         /* schedule steps, summed over ranks */
 } xc_model_result_t;
 
+/* The most steps (all ranks') one simulation builds: 32 bytes each and
+ * their dependencies, about 5 GB. A ring allreduce on 4096 ranks has 67 M. */
+#define XC_MODEL_MAX_STEPS (160ull * 1000 * 1000)
+
 /* Builds algo's schedule for every rank 0..a->size-1 (a->rank is ignored;
- * a->topo gives the nodes: NULL is one node) and simulates them.
- * XCOLL_ERR_UNSUPPORTED when the algorithm declines the call (on any
- * rank), XCOLL_ERR_NO_MEMORY, XCOLL_ERR_INTERNAL when the schedules do
- * not complete (a send without its receive: a builder's bug, logged). */
+ * a->topo gives the nodes: NULL is one node) and simulates them. Not the
+ * v-variants. XCOLL_ERR_UNSUPPORTED when the algorithm declines the call
+ * (on any rank), XCOLL_ERR_NO_MEMORY (also beyond XC_MODEL_MAX_STEPS,
+ * logged), XCOLL_ERR_INTERNAL when the schedules do not complete or do not
+ * agree (a send without its receive, or of another size: a builder's bug,
+ * logged), XCOLL_ERR_INVALID_ARG. */
 xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
                             const xc_model_params_t *p, xc_model_result_t *out);
 
@@ -78,7 +84,8 @@ xcoll_status_t xc_model_bound(const xc_algo_t *algo, const xc_coll_args_t *a,
 enum {
     XC_MODEL_DECLINED = 0, /* the algorithm does not serve this call */
     XC_MODEL_RAN,          /* time is the simulated time */
-    XC_MODEL_BOUNDED       /* not simulated: bound >= the best simulated time */
+    XC_MODEL_BOUNDED       /* not simulated: bound >= the best simulated time, or
+                              more than XC_MODEL_MAX_STEPS */
 };
 
 typedef struct {
@@ -93,7 +100,8 @@ typedef struct {
  * of at most exact_steps steps (estimated) and the one `tune` picks
  * (NULL: the built-in defaults; for rank 0, without a fallback) are
  * simulated; a larger one only where its bound is below the best so far,
- * so the best is always exact. out gets one entry per algorithm of the
+ * so the best is always exact; none above XC_MODEL_MAX_STEPS (estimated),
+ * not even the pick, which is then XC_MODEL_BOUNDED with its bound. out gets one entry per algorithm of the
  * collective, in table order (cap >= that many), *picked the pick. */
 struct xc_tune;
 xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t *p,

@@ -738,7 +738,10 @@ static void write_resolved(const xc_tune_t *t, xc_coll_t coll, int nranks, int p
             cuts[j++] = cuts[i];
     ncuts = j;
 
-    put(&l, "%s@%d:", xc_coll_name(coll), nranks);
+    if (per_node != nranks) /* the line as a rule covers this node shape only */
+        put(&l, "%s@%d/%d:", xc_coll_name(coll), nranks, per_node);
+    else
+        put(&l, "%s@%d:", xc_coll_name(coll), nranks);
     width = l.used;
     /* Between two cuts one rule wins throughout; adjacent pieces won by the
      * same rule print as one range. */

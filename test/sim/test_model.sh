@@ -51,5 +51,21 @@ usage "an unknown collective" --nodes 2 --ranks-per-node 2 --coll allreduse
 usage "--plot without --coll" --nodes 2 --ranks-per-node 2 --plot "$tmp/x.svg"
 usage "a bad size" --nodes 2 --ranks-per-node 2 --sizes 8,abc
 usage "too many ranks" --nodes 65536 --ranks-per-node 2
+usage "a rate with junk" --nodes 2 --ranks-per-node 2 --reduce 5x
+usage "a rate of 0" --nodes 2 --ranks-per-node 2 --copy 0
+usage "a rate whose inverse overflows" --nodes 2 --ranks-per-node 2 --intra 1e-320,1
+usage "a rate whose inverse overflows" --nodes 2 --ranks-per-node 2 --reduce 1e-320
+usage "an overhead that is no number" --nodes 2 --ranks-per-node 2 --overhead abc
+usage "an empty overhead" --nodes 2 --ranks-per-node 2 --overhead ""
+usage "no sizes" --nodes 2 --ranks-per-node 2 --sizes ""
+usage "a size above 16 GiB" --nodes 2 --ranks-per-node 2 --sizes 17G
+# beyond what it can simulate it says so (a bound), neither crashing nor
+# eating the machine: 65536 ranks' pairwise alltoall is 8.6 G steps
+if "$info" --predict --nodes 8192 --ranks-per-node 8 --coll alltoall --sizes 1K \
+    > "$tmp/big" 2>&1; then
+    grep -q '^ *1K *>[0-9]' "$tmp/big" || fail "--predict at 65536 ranks: no bound: $(tail -n 1 "$tmp/big")"
+else
+    fail "--predict at 65536 ranks exited $?: $(tail -n 3 "$tmp/big")"
+fi
 echo "test_model.sh: xcoll-info --predict checked"
 [ "$fails" = 0 ]

@@ -1483,6 +1483,10 @@ static int run_scale(const char *only, int P)
         fflush(stdout);
     }
     printf("test_sim --scale %d: %lu passed, %lu failed\n", P, n_passed, n_failed);
+    if (n_passed + n_failed == 0) {
+        fprintf(stderr, "test_sim --scale: no algorithm %s\n", only != NULL ? only : "");
+        return 1;
+    }
     return n_failed ? 1 : 0;
 }
 
@@ -1503,8 +1507,15 @@ int main(int argc, char **argv)
             layout_mode = 1;
         else if (!strcmp(argv[i], "-q"))
             quick = 1;
-        else if (!strcmp(argv[i], "--scale") && i + 1 < argc)
-            scale_p = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end != '\0' || v < 1 || v > 65536) {
+                fprintf(stderr, "test_sim: --scale %s: expected 1..65536 ranks\n", argv[i]);
+                return 2;
+            }
+            scale_p = (int)v;
+        }
         else
             only = argv[i];
     }

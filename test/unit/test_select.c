@@ -215,7 +215,7 @@ static void test_per_node(void)
     CHECK(strcmp(region, "allreduce/1:0-inf") == 0, "region written as %s", region);
     /* the resolved table depends on the nodes */
     xc_tune_write(t, 128, 8, buf, sizeof(buf));
-    CHECK(strstr(buf, "allreduce@128:0-4k:recdbl,4k-inf:ring") != NULL, "128/8 table: %s", buf);
+    CHECK(strstr(buf, "allreduce@128/8:0-4k:recdbl,4k-inf:ring") != NULL, "128/8 table: %s", buf);
     xc_tune_write(t, 128, 128, buf, sizeof(buf));
     CHECK(strstr(buf, "allreduce@128:0-inf:dbtree") != NULL, "128/128 table: %s", buf);
     /* rules that differ only by their nodes hash apart */
