@@ -118,7 +118,6 @@ static int predict_coll(xc_coll_t coll, const sizes_t *sizes, int P, const struc
                         size_t *ncurves)
 {
     xc_model_entry_t e[MAX_ALGOS];
-    const xc_algo_t *picked;
     size_t n = 0, i;
     int k, first = 1;
     char buf[32];
@@ -137,7 +136,7 @@ static int predict_coll(xc_coll_t coll, const sizes_t *sizes, int P, const struc
         a.count = bytes / xcoll_dtype_size(a.dtype);
         a.op = XCOLL_SUM;
         a.topo = topo;
-        rc = xc_model_compare(&a, mp, tune, EXACT_STEPS, e, MAX_ALGOS, &n, &picked);
+        rc = xc_model_compare(&a, mp, tune, EXACT_STEPS, e, MAX_ALGOS, &n, &pe, &best);
         if (rc != XCOLL_OK) {
             fprintf(stderr, "xcoll-info: %s at %zu bytes: %s\n", xc_coll_name(coll), bytes,
                     xcoll_strerror(rc));
@@ -151,10 +150,6 @@ static int predict_coll(xc_coll_t coll, const sizes_t *sizes, int P, const struc
             first = 0;
         }
         for (i = 0; i < n; i++) {
-            if (e[i].status == XC_MODEL_RAN && (best == NULL || e[i].time < best->time))
-                best = &e[i];
-            if (e[i].algo == picked)
-                pe = &e[i];
             if (curves != NULL && i < MAX_ALGOS) {
                 curve_t *cv = &curves[i];
                 cv->name = e[i].algo->name;
@@ -179,7 +174,7 @@ static int predict_coll(xc_coll_t coll, const sizes_t *sizes, int P, const struc
             snprintf(cell, sizeof(cell), "%s%s", e[i].status == XC_MODEL_RAN ? "" : ">", t);
             printf(" %12s", cell);
         }
-        printf("  %-12s %-12s", picked != NULL ? picked->name : "?",
+        printf("  %-12s %-12s", pe != NULL ? pe->algo->name : "?",
                best != NULL ? best->algo->name : "-");
         if (pe != NULL && best != NULL && pe->status == XC_MODEL_RAN && best->time > 0)
             printf(" %.2f", pe->time / best->time);

@@ -720,19 +720,19 @@ xcoll_status_t xc_model_bound(const xc_algo_t *algo, const xc_coll_args_t *a,
 xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t *p,
                                 const struct xc_tune *tune, uint64_t exact_steps,
                                 xc_model_entry_t *out, size_t cap, size_t *n,
-                                const xc_algo_t **picked)
+                                const xc_model_entry_t **picked, const xc_model_entry_t **best)
 {
     xc_coll_args_t ra;
     xc_sched_t sch;
     xcoll_status_t rc;
-    double best = INFINITY;
+    const xc_algo_t *pick;
     size_t i, k = 0;
     int pass;
 
-    if (!args_ok(a) || p == NULL || out == NULL || n == NULL || picked == NULL)
+    if (!args_ok(a) || p == NULL || out == NULL || n == NULL || picked == NULL || best == NULL)
         return XCOLL_ERR_INVALID_ARG;
     *n = 0;
-    *picked = NULL;
+    *picked = *best = NULL;
     ra = *a;
     ra.rank = 0;
     ra.stamp = NULL;
@@ -740,7 +740,7 @@ xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t
     rc = xc_select_and_build(&sch, &ra, tune, NULL, 0);
     if (rc != XCOLL_OK)
         return rc;
-    *picked = xc_algo_find(a->coll, sch.algo);
+    pick = xc_algo_find(a->coll, sch.algo);
     xc_sched_fini(&sch);
 
     for (i = 0; i < xc_num_algorithms; i++) {
@@ -753,6 +753,8 @@ xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t
         e = &out[k++];
         memset(e, 0, sizeof(*e));
         e->algo = al;
+        if (al == pick)
+            *picked = e;
         rc = xc_model_bound(al, a, p, 0, &e->bound, &e->steps);
         e->steps *= (uint64_t)a->size; /* an estimate, until it runs */
         if (rc == XCOLL_ERR_UNSUPPORTED) {
@@ -772,9 +774,9 @@ xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t
             xc_model_result_t res;
             if (e->status != XC_MODEL_BOUNDED)
                 continue;
-            if (pass == 0 && e->steps > exact_steps && e->algo != *picked)
+            if (pass == 0 && e->steps > exact_steps && e != *picked)
                 continue;
-            if (pass == 1 && e->bound >= best)
+            if (pass == 1 && *best != NULL && e->bound >= (*best)->time)
                 continue;
             if (e->steps > XC_MODEL_MAX_STEPS)
                 continue; /* too large to run here: its bound stands */
@@ -788,8 +790,8 @@ xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t
             e->status = XC_MODEL_RAN;
             e->time = res.time;
             e->steps = res.steps;
-            if (res.time < best)
-                best = res.time;
+            if (*best == NULL || res.time < (*best)->time)
+                *best = e;
         }
     }
     return XCOLL_OK;

@@ -101,13 +101,15 @@ typedef struct {
  * (NULL: the built-in defaults; for rank 0, without a fallback) are
  * simulated; a larger one only where its bound is below the best so far,
  * so the best is always exact; none above XC_MODEL_MAX_STEPS (estimated),
- * not even the pick, which is then XC_MODEL_BOUNDED with its bound. out gets one entry per algorithm of the
- * collective, in table order (cap >= that many), *picked the pick. */
+ * not even the pick, which is then XC_MODEL_BOUNDED with its bound. out
+ * gets one entry per algorithm of the collective, in table order (cap >=
+ * that many); *picked points at the pick's entry, *best at the fastest
+ * simulated one (NULL when none ran). */
 struct xc_tune;
 xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t *p,
                                 const struct xc_tune *tune, uint64_t exact_steps,
                                 xc_model_entry_t *out, size_t cap, size_t *n,
-                                const xc_algo_t **picked);
+                                const xc_model_entry_t **picked, const xc_model_entry_t **best);
 
 /* "GB/s,us" (e.g. "25,2"): beta and alpha of a link. 0 or -1 when malformed. */
 int xc_model_parse_link(const char *text, xc_link_cost_t *out);

@@ -245,7 +245,6 @@ static void run_select(int quick)
                     continue;
                 for (k = 0; k < sizeof(sel_sizes) / sizeof(sel_sizes[0]); k++) {
                     xc_coll_args_t a;
-                    const xc_algo_t *picked;
                     const xc_model_entry_t *best = NULL, *pe = NULL;
                     xcoll_status_t rc;
                     if (coll == XC_COLL_BARRIER && k > 0)
@@ -257,19 +256,16 @@ static void run_select(int quick)
                     a.count = coll == XC_COLL_BARRIER ? 0 : sel_sizes[k] / 4;
                     a.op = XCOLL_SUM;
                     a.topo = topo;
-                    rc = xc_model_compare(&a, &p, NULL, 8u * 1000 * 1000, e, 16, &n, &picked);
+                    rc = xc_model_compare(&a, &p, NULL, 8u * 1000 * 1000, e, 16, &n, &pe, &best);
                     if (rc != XCOLL_OK) {
                         check(0, "select %s P=%d %s %zu B: %s", cl->name, P,
                               xc_coll_name(a.coll), sel_sizes[k], xcoll_strerror(rc));
                         continue;
                     }
-                    for (j = 0; j < n; j++) {
-                        if (e[j].status == XC_MODEL_RAN &&
-                            (best == NULL || e[j].time < best->time))
-                            best = &e[j];
-                        if (e[j].algo == picked)
-                            pe = &e[j];
-                    }
+                    /* best is what xc_model_compare says: none ran faster */
+                    for (j = 0; best != NULL && j < n; j++)
+                        if (e[j].status == XC_MODEL_RAN && e[j].time < best->time)
+                            best = NULL;
                     check(pe != NULL && best != NULL && pe->status == XC_MODEL_RAN &&
                               pe->time <= 1.3 * best->time,
                           "select %s P=%d %s %zu B: picks %s %.1f us, best %s %.1f us (%.2fx)",
