@@ -325,7 +325,12 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *bootstrap,
 /* Frees the communicator and everything it holds. Not collective, but no
  * collective may be outstanding on it on this rank (XCOLL_ERR_INVALID_ARG
  * otherwise: wait for them first). Later calls on it return
- * XCOLL_ERR_INVALID_COMM. */
+ * XCOLL_ERR_INVALID_COMM. A connection to another node that no other
+ * communicator uses is closed after a goodbye: peers still in a collective
+ * this rank finished do not take it for lost (only one that awaits its
+ * data fails, XCOLL_ERR_PEER_LOST). A process that exits without
+ * destroying its communicators looks lost to those peers. Ids: a process
+ * can create 32766 communicators in its life. */
 xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm);
 
 /* This process's rank in comm, and the number of ranks. */

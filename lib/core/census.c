@@ -173,22 +173,39 @@ static void listen_all(xcoll_comm_t comm, struct xc_census *c)
     c->listening = 1;
 }
 
-/* Why the transport lost its connection to rank p, or NULL. */
-static const char *lost(xcoll_comm_t comm, int p)
+/* Why the transport's connection to rank p failed, or NULL; *left: 1 when
+ * p said goodbye before (it destroyed its communicators with this rank). */
+static const char *lost_or_left(xcoll_comm_t comm, int p, int *left)
 {
     const xc_transport_t *tl = comm->tl;
+    const char *why;
+    *left = 0;
     if (tl->lost_count == NULL || tl->lost_count(comm->tl_comm) == 0)
         return NULL;
-    return tl->peer_lost(comm->tl_comm, p);
+    why = tl->peer_lost(comm->tl_comm, p);
+    *left = why != NULL && tl->peer_left != NULL && tl->peer_left(comm->tl_comm, p);
+    return why;
+}
+
+/* Why the transport lost rank p, or NULL; NULL too when p left after a
+ * goodbye: a rank that destroyed the communicator finished every
+ * collective it entered and is no cause (a rank that still waits for its
+ * data fails by itself: request.c, check_lost). */
+static const char *lost(xcoll_comm_t comm, int p)
+{
+    int left;
+    const char *why = lost_or_left(comm, p, &left);
+    return left ? NULL : why;
 }
 
 /* Sends every peer this rank's message (once per communicator), but to
- * those the transport lost. */
+ * those whose connection failed (lost, or left after a goodbye). */
 static void send_all(xcoll_comm_t comm, struct xc_census *c)
 {
     int p;
     for (p = 0; p < comm->size; p++) {
-        if (p == comm->rank || lost(comm, p) != NULL)
+        int left;
+        if (p == comm->rank || lost_or_left(comm, p, &left) != NULL)
             continue;
         if (comm->tl->isend(comm->tl_comm, p,
                             xc_tag_p2p(comm->id, (uint32_t)comm->rank, XC_TAG_USER_CENSUS),
@@ -386,7 +403,9 @@ static int seq_before(uint32_t a, uint32_t b)
 static int kind_of(xcoll_comm_t comm, const struct xc_census *c, int p, const uint8_t *awaited)
 {
     const xc_census_msg_t *m = &c->theirs[p], *me = &c->self;
-    if (c->got[p] != 1 && lost(comm, p) != NULL)
+    int left;
+    /* one that left in order is lost only to those it still owes data */
+    if (c->got[p] != 1 && lost_or_left(comm, p, &left) != NULL && (!left || awaited[p]))
         return K_LOST;
     if (c->got[p] != 1)
         return awaited[p] ? K_NEVER_SILENT : K_SILENT;
@@ -448,6 +467,8 @@ static void report(xcoll_comm_t comm, struct xc_census *c, double now)
     /* one line per rank that explains the hang, one per group otherwise */
     for (p = 0; p < P; p++) {
         const xc_census_msg_t *m = &c->theirs[p];
+        const char *why;
+        int left;
         switch (kind[p]) {
         case K_NEVER:
             if (m->stuck_seq + 1 == m->entered)
@@ -473,8 +494,13 @@ static void report(xcoll_comm_t comm, struct xc_census *c, double now)
                      status_name(m->status));
             break;
         case K_LOST:
-            xc_error("%s seq %u: rank %d is lost: the connection to it failed (%s); its "
-                     "process or node is gone, or the network to it", W, S, p, lost(comm, p));
+            why = lost_or_left(comm, p, &left);
+            xc_error("%s seq %u: rank %d is lost: %s (%s)", W, S, p,
+                     left ? "it destroyed the communicator while this collective awaits its "
+                            "data"
+                          : "the connection to it failed; its process or node is gone, or "
+                            "the network to it",
+                     why != NULL ? why : "?");
             break;
         default:
             break;

@@ -185,8 +185,8 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
                    ? tune_rc
                    : XCOLL_ERR_INVALID_ARG;
     }
-    if (id > XC_MAX_COMM_ID) {
-        xc_error("xcoll_comm_create: communicator ids exhausted (%u created)", XC_MAX_COMM_ID);
+    if (id >= XC_MAX_COMM_ID) { /* the last id is the goodbye's (tag.h) */
+        xc_error("xcoll_comm_create: communicator ids exhausted (%u created)", XC_MAX_COMM_ID - 1);
         xc_tune_free(tune);
         free(comm);
         return XCOLL_ERR_UNSUPPORTED;

@@ -88,7 +88,7 @@ static void log_lost(const struct xcoll_request_s *r)
     char list[160], where[64];
     const char *why = NULL;
     size_t len = 0;
-    int p, n = 0, cut = 0;
+    int p, n = 0, nleft = 0, cut = 0;
     if (tl->peer_lost == NULL)
         return;
     list[0] = '\0';
@@ -97,6 +97,7 @@ static void log_lost(const struct xcoll_request_s *r)
         if (w == NULL)
             continue;
         why = why != NULL ? why : w;
+        nleft += tl->peer_left != NULL && tl->peer_left(r->comm->tl_comm, p);
         if (len + 16 < sizeof(list))
             len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", n ? "," : "", p);
         else if (!cut && len + 4 < sizeof(list)) {
@@ -112,6 +113,11 @@ static void log_lost(const struct xcoll_request_s *r)
     if (n == 0)
         xc_error("%s (%s): a peer is lost (a send to it failed, or another rank said so)",
                  r->what, where);
+    else if (nleft == n)
+        xc_error("%s (%s): rank%s %s destroyed the communicator and left (%s) while this "
+                 "rank awaits data from %s: the ranks called different collectives, or "
+                 "those left early", r->what, where, n > 1 ? "s" : "", list, why,
+                 n > 1 ? "them" : "it");
     else
         xc_error("%s (%s): rank%s %s %s lost: the connection failed (%s); the process or node "
                  "is gone, or the network to it", r->what, where, n > 1 ? "s" : "", list,

@@ -14,6 +14,11 @@
  *   point-to-point: bits 27-0 user tag; the top value, XC_TAG_USER_CENSUS,
  *                is not the user's (XCOLL_TAG_LIMIT stops below it): the
  *                census that follows a timeout (census.c) travels there
+ *
+ * The largest communicator id, XC_MAX_COMM_ID, is never given to a
+ * communicator: point-to-point tags with it carry the UCX transport's
+ * goodbye (xc_tag_goodbye), which belongs to a process, not to a
+ * communicator, and names its sender by its UCX address's hash.
  */
 #ifndef XC_TAG_H
 #define XC_TAG_H
@@ -44,6 +49,15 @@ static inline uint64_t xc_tag_p2p(uint32_t comm_id, uint32_t src, uint32_t user_
     return XC_TAG_P2P_BIT | ((uint64_t)(comm_id & XC_MAX_COMM_ID) << 48) |
            ((uint64_t)(src & (XC_MAX_RANKS - 1)) << 28) |
            (uint64_t)(user_tag & ((1u << XC_TAG_USER_BITS) - 1));
+}
+
+/* The goodbye a process sends on an inter-node connection before it closes
+ * it (lib/ucx/ucx_transport.c), from the sender whose UCX worker address
+ * hashes to addr_hash: bits 47-0 of it. */
+static inline uint64_t xc_tag_goodbye(uint64_t addr_hash)
+{
+    return XC_TAG_P2P_BIT | ((uint64_t)XC_MAX_COMM_ID << 48) |
+           (addr_hash & (((uint64_t)1 << 48) - 1));
 }
 
 static inline uint32_t xc_tag_comm(uint64_t tag) { return (uint32_t)(tag >> 48) & XC_MAX_COMM_ID; }

@@ -125,9 +125,13 @@ typedef struct xc_transport {
      * a receive from it will never complete. lost_count: how many
      * connections this process has lost so far (never decreases; 0 lets
      * callers skip asking about peers); peer_lost: why the connection to
-     * peer was lost, or NULL while it is fine. */
+     * peer was lost, or NULL while it is fine. peer_left (optional too):
+     * 1 if that lost peer said goodbye first: its process destroyed its
+     * communicators with this one in order, so it owes nothing to a
+     * collective it finished (one that waits for its data still fails). */
     unsigned (*lost_count)(void *tl_comm);
     const char *(*peer_lost)(void *tl_comm, int peer);
+    int (*peer_left)(void *tl_comm, int peer);
 } xc_transport_t;
 
 /* The UCX transport (lib/ucx/ucx_transport.c). */

@@ -1670,6 +1670,12 @@ static const char *shm_peer_lost(void *tl_comm, int peer)
     return xc_ucx_transport.peer_lost(c->ucx, peer);
 }
 
+static int shm_peer_left(void *tl_comm, int peer)
+{
+    xc_shm_comm_t *c = tl_comm;
+    return xc_ucx_transport.peer_left(c->ucx, peer);
+}
+
 static int shm_device_memory(void *tl_comm)
 {
     xc_shm_comm_t *c = tl_comm;
@@ -1695,4 +1701,5 @@ const xc_transport_t xc_shm_transport = {
     .disarm = shm_disarm,
     .lost_count = shm_lost_count,
     .peer_lost = shm_peer_lost,
+    .peer_left = shm_peer_left,
 };

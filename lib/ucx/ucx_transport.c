@@ -41,6 +41,12 @@ typedef struct xc_ucx_ep {
     uint64_t hash;
     ucs_status_t failed;    /* UCS_OK, or why UCX gave up on the peer (ep_failed) */
     int rank;               /* in the communicator that opened it, for the log */
+    int remote;             /* on another host: peer error handling, goodbyes */
+    int left;               /* it failed after the peer said goodbye */
+    int used;               /* a send to or receive from the peer was posted */
+    void *bye_req;          /* the receive of its goodbye, until it completes */
+    void *bye_send;         /* ours, while eps_release waits for it */
+    uint64_t bye;           /* its payload */
     size_t addr_len;
     unsigned char addr[];
 } xc_ucx_ep_t;
@@ -66,10 +72,12 @@ static struct {
     int efd;                 /* worker event fd, -1 when wakeup is unavailable */
     ucp_address_t *addr;
     size_t addr_len;
+    uint64_t addr_hash;      /* of addr, as the peers compute it: names our goodbye */
     xc_ucx_ep_t **buckets;
     size_t nbuckets;         /* power of two, or 0 */
     size_t neps;
     unsigned lost;           /* endpoints that failed (ep_failed), ever */
+    int releasing;           /* in eps_release: a failure then is no news */
     /* back-off state: the current idle streak began at idle_since_ns */
     unsigned last_idle_round;
     uint64_t idle_since_ns;
@@ -162,8 +170,35 @@ static void backoff_select(int oversubscribed)
 
 /* --- process-wide context and worker ---------------------------------------- */
 
+static void wait_and_free(void *r, const char *what);
+
+/* Receives the goodbyes still in UCX's unexpected queue (from peers whose
+ * connection did not fail before this rank closed it), so that UCX does
+ * not warn about unmatched messages when the worker goes. Bounded: a
+ * goodbye comes once per connection. */
+static void goodbyes_drain(void)
+{
+    const uint64_t prefix = ~(((uint64_t)1 << 48) - 1);
+    ucp_request_param_t param;
+    ucp_tag_recv_info_t info;
+    uint64_t bye;
+    for (size_t i = 0; g_ucx.worker != NULL && i < (1u << 20); i++) {
+        ucp_tag_message_h m =
+            ucp_tag_probe_nb(g_ucx.worker, xc_tag_goodbye(0), prefix, 1, &info);
+        void *r;
+        if (m == NULL)
+            return;
+        memset(&param, 0, sizeof(param));
+        r = ucp_tag_msg_recv_nbx(g_ucx.worker, &bye, sizeof(bye), m, &param);
+        if (UCS_PTR_IS_ERR(r))
+            return;
+        wait_and_free(r, "receiving a goodbye");
+    }
+}
+
 static void worker_destroy(void)
 {
+    goodbyes_drain();
     if (g_ucx.addr != NULL)
         ucp_worker_release_address(g_ucx.worker, g_ucx.addr);
     if (g_ucx.worker != NULL)
@@ -293,6 +328,7 @@ static xcoll_status_t worker_create(int estimated_eps, int one_host)
     }
     g_ucx.addr = wattr.address;
     g_ucx.addr_len = wattr.address_length;
+    g_ucx.addr_hash = addr_hash(g_ucx.addr, g_ucx.addr_len);
 
     if (ucp_worker_get_efd(g_ucx.worker, &g_ucx.efd) != UCS_OK) {
         xc_info("UCX worker has no event fd: waiting will yield instead of sleeping");
@@ -327,19 +363,67 @@ static xcoll_status_t cache_grow(void)
     return XCOLL_OK;
 }
 
+/* The goodbye: a process closing its connection to a peer on another host
+ * (eps_release) first sends it this, under xc_tag_goodbye(its address's
+ * hash). TCP delivers it before the close, so when the peer's UCX then
+ * fails the endpoint the goodbye is already in its unexpected queue, and
+ * the peer knows the process left in order (its communicators with this
+ * one destroyed) instead of dying. A rank still waiting in a collective
+ * that no longer needs the leaver then does not take the leave for a
+ * loss (census.c); one that still waits for its data does. */
+#define XC_UCX_GOODBYE 0x4559424c4c4f4358ull /* "XCOLLBYE" */
+
+/* Whether the goodbye of the peer behind failed endpoint e is here; takes
+ * it out of UCX's unexpected queue, so that none piles up. Outside or
+ * inside a UCX callback: it only looks at that queue and copies. */
+static int goodbye_here(xc_ucx_ep_t *e)
+{
+    ucp_tag_recv_info_t info;
+    ucp_request_param_t param;
+    ucp_tag_message_h m;
+    void *r;
+    if (e->left)
+        return 1;
+    if (!e->remote || g_ucx.worker == NULL)
+        return 0;
+    m = ucp_tag_probe_nb(g_ucx.worker, xc_tag_goodbye(e->hash), XC_TAG_MASK_ALL, 1, &info);
+    if (m == NULL)
+        return 0;
+    memset(&param, 0, sizeof(param));
+    r = ucp_tag_msg_recv_nbx(g_ucx.worker, &e->bye, sizeof(e->bye), m, &param);
+    if (UCS_PTR_IS_ERR(r))
+        return 0;
+    /* NULL when it completed at once (eager data, the usual case: then the
+     * payload is checked); else the tag alone says it, and eps_release
+     * frees the request */
+    e->bye_req = r;
+    if (r == NULL && (info.length != sizeof(e->bye) || e->bye != XC_UCX_GOODBYE))
+        return 0; /* not ours after all: then it is a loss */
+    e->left = 1;
+    return 1;
+}
+
 /* UCX calls this (from progress) when it gives up on an endpoint created
  * with peer error handling: the peer's process or node died, or the
- * network to it. Sends to it then fail, but a receive that waits for it
- * would wait forever: the request layer asks peer_lost. */
+ * network to it, or the peer closed the connection after its goodbye.
+ * Sends to it then fail, but a receive that waits for it would wait
+ * forever: the request layer asks peer_lost. */
 static void ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     xc_ucx_ep_t *e = arg;
     (void)ep;
     if (e->failed == UCS_OK) {
-        xc_warn("UCX: lost the connection to rank %d (as numbered by the first communicator "
-                "that reached it): %s", e->rank, ucs_status_string(status));
         e->failed = status == UCS_OK ? UCS_ERR_CONNECTION_RESET : status;
         g_ucx.lost++;
+        if (goodbye_here(e))
+            xc_debug("UCX: rank %d (as numbered by the first communicator that reached it) "
+                     "said goodbye and closed its connection", e->rank);
+        else if (g_ucx.releasing)
+            xc_debug("UCX: the connection to rank %d failed while this rank closed it: %s",
+                     e->rank, ucs_status_string(status));
+        else
+            xc_warn("UCX: lost the connection to rank %d (as numbered by the first "
+                    "communicator that reached it): %s", e->rank, ucs_status_string(status));
     }
 }
 
@@ -383,6 +467,12 @@ static xcoll_status_t ep_get(const void *addr, size_t len, int rank, int remote,
     e->refs = 1;
     e->failed = UCS_OK;
     e->rank = rank;
+    e->remote = remote;
+    e->left = 0;
+    e->used = 0;
+    e->bye_req = NULL;
+    e->bye_send = NULL;
+    e->bye = 0;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = (const ucp_address_t *)e->addr;
@@ -431,22 +521,53 @@ static void wait_and_free(void *r, const char *what)
     ucp_request_free(r);
 }
 
+/* Sends the goodbye (see goodbye_here) on e, if e is a connection to
+ * another host that carried traffic and still works; the request, or NULL. */
+static void *goodbye_send(xc_ucx_ep_t *e)
+{
+    static const uint64_t bye = XC_UCX_GOODBYE;
+    ucp_request_param_t param;
+    void *r;
+    if (!e->remote || !e->used || e->failed != UCS_OK || goodbye_here(e))
+        return NULL; /* a peer that said goodbye has closed its side */
+    memset(&param, 0, sizeof(param));
+    r = ucp_tag_send_nbx(e->ep, &bye, sizeof(bye), xc_tag_goodbye(g_ucx.addr_hash), &param);
+    return UCS_PTR_IS_ERR(r) ? NULL : r;
+}
+
 /* Drops one reference from each of eps[0..n) and closes the endpoints
  * nobody uses any more, in force mode, which needs nothing from the peer: a
  * peer may already have torn its worker down (destroy is not collective),
  * and a flush towards it ends in an endpoint timeout that UCX prints on
  * stdout. Nothing is lost: every collective that sent rendezvous-sized
- * data flushed before it completed, and eager data is already in the
- * peer's queue or the kernel's socket buffer. */
+ * data flushed before it completed, and eager data (the goodbyes, sent
+ * first, all at once, and waited for) is already in the peer's queue or
+ * the kernel's socket buffer. Only connections that carried traffic say
+ * goodbye: only they can fail on the other side, and a send on another
+ * would first have to connect, to a peer that may be gone. Sets the
+ * entries it closed to NULL. */
 static void eps_release(xc_ucx_ep_t **eps, int n)
 {
     ucp_request_param_t param;
 
+    g_ucx.releasing = 1;
+    for (int i = 0; i < n; i++) {
+        xc_ucx_ep_t *e = eps[i];
+        if (e != NULL && --e->refs == 0)
+            e->bye_send = goodbye_send(e);
+    }
     for (int i = 0; i < n; i++) {
         xc_ucx_ep_t *e = eps[i];
         void *r;
-        if (e == NULL || --e->refs > 0)
+        if (e == NULL || e->refs > 0)
             continue;
+        eps[i] = NULL;
+        wait_and_free(e->bye_send, "a goodbye");
+        if (e->bye_req != NULL) {
+            if (ucp_request_check_status(e->bye_req) == UCS_INPROGRESS)
+                ucp_request_cancel(g_ucx.worker, e->bye_req);
+            ucp_request_free(e->bye_req);
+        }
         cache_unlink(e);
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -459,6 +580,7 @@ static void eps_release(xc_ucx_ep_t **eps, int n)
             wait_and_free(r, "closing an endpoint");
         free(e);
     }
+    g_ucx.releasing = 0;
 }
 
 /* --- which transports UCX chose ---------------------------------------------------- */
@@ -762,6 +884,7 @@ static xcoll_status_t ucx_isend(void *tl_comm, int peer, uint64_t tag, const voi
     param.op_attr_mask = 0;
     if (buf == NULL)
         buf = &g_dummy_byte;
+    c->peers[peer]->used = 1;
     return post_result(ucp_tag_send_nbx(c->peers[peer]->ep, buf, len, tag, &param), 0,
                        c->peers[peer], peer, tag, len, req);
 }
@@ -780,6 +903,7 @@ static xcoll_status_t ucx_irecv(void *tl_comm, int peer, uint64_t tag, void *buf
     param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     if (buf == NULL)
         buf = &g_dummy_byte;
+    c->peers[peer]->used = 1; /* it will connect to us, if it has not */
     return post_result(ucp_tag_recv_nbx(g_ucx.worker, buf, len, tag, XC_TAG_MASK_ALL, &param), 1,
                        c->peers[peer], peer, tag, len, req);
 }
@@ -930,7 +1054,20 @@ static const char *ucx_peer_lost(void *tl_comm, int peer)
     if (c == NULL || peer < 0 || peer >= c->size || c->peers[peer] == NULL ||
         c->peers[peer]->failed == UCS_OK)
         return NULL;
+    if (goodbye_here(c->peers[peer]))
+        return "it said goodbye before closing the connection";
     return ucs_status_string(c->peers[peer]->failed);
+}
+
+/* Whether peer's connection failed after its goodbye. Asks UCX's queue
+ * again each time: the goodbye may be processed after the failure. */
+static int ucx_peer_left(void *tl_comm, int peer)
+{
+    xc_ucx_comm_t *c = tl_comm;
+    if (c == NULL || peer < 0 || peer >= c->size || c->peers[peer] == NULL ||
+        c->peers[peer]->failed == UCS_OK)
+        return 0;
+    return goodbye_here(c->peers[peer]);
 }
 
 static unsigned ucx_lost_count(void *tl_comm)
@@ -968,5 +1105,6 @@ const xc_transport_t xc_ucx_transport = {
     .sleep = ucx_sleep,
     .disarm = ucx_disarm,
     .peer_lost = ucx_peer_lost,
+    .peer_left = ucx_peer_left,
     .lost_count = ucx_lost_count,
 };

@@ -5,7 +5,8 @@
 #
 #   two      2 nodes x 2 ranks: the collectives (default choice, then the
 #            hierarchical algorithms forced), nonblocking calls, split
-#            communicators, v-variants, a timeout, the drop-ins; the logs
+#            communicators, v-variants, a timeout, ranks that leave
+#            (test_leave), the drop-ins; the logs
 #            must show the topology found from the real host names (not
 #            XCOLL_TOPO_RANKS_PER_NODE), UCX on TCP to the other node and
 #            xcoll's shared memory within one
@@ -116,6 +117,27 @@ inside_two() {
         else
             fail "timeout.2x2: no 'timed out ... rank 3' line"
         fi
+    fi
+    # ranks that destroy the communicator and leave: no loss to a gather
+    # that has their data (it still waits for a late rank), a loss to one
+    # that awaits it
+    for mode in finished early; do
+        leftdir=$logdir/leave.$mode
+        mkdir -p "$leftdir"
+        mpi leave.$mode.2x2 4 "$top_builddir/test/cluster/test_leave" --mode $mode \
+            --dir "$leftdir" --timeout 4
+    done
+    if grep -q "lost the connection" "$logdir/leave.finished.2x2.err"; then
+        fail "leave.finished.2x2: a rank took the ranks that left for lost:"
+        grep -m 4 "lost the connection" "$logdir/leave.finished.2x2.err"
+    else
+        pass "leave.finished.2x2: no rank took the ranks that left for lost"
+    fi
+    if grep -q "said goodbye" "$logdir/leave.early.2x2.err"; then
+        pass "leave.early.2x2: the failure says the awaited ranks said goodbye"
+    else
+        fail "leave.early.2x2: the log does not say the awaited ranks said goodbye:"
+        grep -m 6 "xcoll r0" "$logdir/leave.early.2x2.err"
     fi
     # the drop-ins (the Open MPI component and the PMPI library) across nodes
     if [ -x "$top_builddir/test/dropin/dropin_test" ]; then
@@ -249,7 +271,8 @@ if [ "${1:-}" = --inside ]; then
 fi
 
 # --- outside: build each cluster, run its part, count ----------------------------
-if [ ! -x "$bindir/test_coll" ] || [ ! -x "$top_builddir/test/cluster/test_nodeloss" ]; then
+if [ ! -x "$bindir/test_coll" ] || [ ! -x "$top_builddir/test/cluster/test_nodeloss" ] ||
+    [ ! -x "$top_builddir/test/cluster/test_leave" ]; then
     echo "run_cluster_tests: SKIP: the MPI tests are not built"
     exit 77
 fi

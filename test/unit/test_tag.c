@@ -194,9 +194,39 @@ static void test_distinct(void)
     free(e);
 }
 
+/* The goodbye (ucx_transport.c) lives in the communicator id no
+ * communicator gets: no tag of a communicator's traffic can equal one,
+ * and every sender hash keeps its low 48 bits. */
+static void test_goodbye(void)
+{
+    static const uint64_t hashes[] = {0, 1, 0xcbf29ce484222325ull, UINT64_MAX,
+                                      (1ull << 48) - 1, 1ull << 48};
+    for (size_t h = 0; h < sizeof(hashes) / sizeof(hashes[0]); h++) {
+        uint64_t g = xc_tag_goodbye(hashes[h]);
+        check(xc_tag_is_p2p(g) && xc_tag_comm(g) == XC_MAX_COMM_ID,
+              "goodbye 0x%016llx is not in the reserved communicator id",
+              (unsigned long long)g);
+        check((g & ((1ull << 48) - 1)) == (hashes[h] & ((1ull << 48) - 1)),
+              "goodbye 0x%016llx lost bits of hash 0x%016llx", (unsigned long long)g,
+              (unsigned long long)hashes[h]);
+        for (int c = 0; c < NV; c++) {
+            if (comm_vals[c] == XC_MAX_COMM_ID)
+                continue; /* never a communicator's (comm.c) */
+            for (int r = 0; r < NV; r++)
+                for (int u = 0; u < NV; u++)
+                    check(xc_tag_p2p(comm_vals[c], rank_vals[r], user_vals[u]) != g &&
+                              xc_tag_coll(comm_vals[c], rank_vals[r], seq_vals[u],
+                                          slot_vals[u]) != g,
+                          "a communicator's tag equals goodbye 0x%016llx",
+                          (unsigned long long)g);
+        }
+    }
+}
+
 int main(void)
 {
     test_layout();
+    test_goodbye();
     test_round_trip();
     test_wrap();
     test_distinct();
