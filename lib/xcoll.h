@@ -330,7 +330,8 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *bootstrap,
  * this rank finished do not take it for lost (only one that awaits its
  * data fails, XCOLL_ERR_PEER_LOST). A process that exits without
  * destroying its communicators looks lost to those peers. Ids: a process
- * can create 32766 communicators in its life. */
+ * can create at most 32766 communicators in its life (fewer when it
+ * shares them with processes that created more). */
 xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm);
 
 /* This process's rank in comm, and the number of ranks. */

@@ -96,8 +96,10 @@ static void log_lost(const struct xcoll_request_s *r)
         const char *w = tl->peer_lost(r->comm->tl_comm, p);
         if (w == NULL)
             continue;
-        why = why != NULL ? why : w;
-        nleft += tl->peer_left != NULL && tl->peer_left(r->comm->tl_comm, p);
+        if (tl->peer_left != NULL && tl->peer_left(r->comm->tl_comm, p))
+            nleft++;
+        else if (why == NULL)
+            why = w; /* a real loss's reason, not a goodbye */
         if (len + 16 < sizeof(list))
             len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", n ? "," : "", p);
         else if (!cut && len + 4 < sizeof(list)) {
@@ -114,14 +116,14 @@ static void log_lost(const struct xcoll_request_s *r)
         xc_error("%s (%s): a peer is lost (a send to it failed, or another rank said so)",
                  r->what, where);
     else if (nleft == n)
-        xc_error("%s (%s): rank%s %s destroyed the communicator and left (%s) while this "
-                 "rank awaits data from %s: the ranks called different collectives, or "
-                 "those left early", r->what, where, n > 1 ? "s" : "", list, why,
-                 n > 1 ? "them" : "it");
+        xc_error("%s (%s): rank%s %s destroyed the communicator and left (%s said goodbye) "
+                 "while this rank awaits data from %s: the ranks called different "
+                 "collectives, or those left early", r->what, where, n > 1 ? "s" : "", list,
+                 n > 1 ? "they" : "it", n > 1 ? "them" : "it");
     else
-        xc_error("%s (%s): rank%s %s %s lost: the connection failed (%s); the process or node "
-                 "is gone, or the network to it", r->what, where, n > 1 ? "s" : "", list,
-                 n > 1 ? "are" : "is", why);
+        xc_error("%s (%s): rank%s %s %s lost: the connection failed (%s%s); the process or "
+                 "node is gone, or the network to it", r->what, where, n > 1 ? "s" : "", list,
+                 n > 1 ? "are" : "is", why, nleft > 0 ? "; some of them said goodbye" : "");
 }
 
 static void complete(struct xcoll_request_s *r, xcoll_status_t status)

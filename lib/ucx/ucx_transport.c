@@ -43,10 +43,11 @@ typedef struct xc_ucx_ep {
     int rank;               /* in the communicator that opened it, for the log */
     int remote;             /* on another host: peer error handling, goodbyes */
     int left;               /* it failed after the peer said goodbye */
-    int used;               /* a send to or receive from the peer was posted */
-    void *bye_req;          /* the receive of its goodbye, until it completes */
+    int used;               /* a send to it was posted, or a receive from it completed:
+                             * the connection exists, and closing it fails the peer's */
+    int closing;            /* eps_release is closing it: its failure is no news */
+    void *bye_req;          /* the receive of its goodbye, if it did not complete at once */
     void *bye_send;         /* ours, while eps_release waits for it */
-    uint64_t bye;           /* its payload */
     size_t addr_len;
     unsigned char addr[];
 } xc_ucx_ep_t;
@@ -77,7 +78,7 @@ static struct {
     size_t nbuckets;         /* power of two, or 0 */
     size_t neps;
     unsigned lost;           /* endpoints that failed (ep_failed), ever */
-    int releasing;           /* in eps_release: a failure then is no news */
+    uint64_t bye_sink;       /* where goodbyes are received: never freed memory */
     /* back-off state: the current idle streak began at idle_since_ns */
     unsigned last_idle_round;
     uint64_t idle_since_ns;
@@ -170,35 +171,14 @@ static void backoff_select(int oversubscribed)
 
 /* --- process-wide context and worker ---------------------------------------- */
 
-static void wait_and_free(void *r, const char *what);
-
-/* Receives the goodbyes still in UCX's unexpected queue (from peers whose
- * connection did not fail before this rank closed it), so that UCX does
- * not warn about unmatched messages when the worker goes. Bounded: a
- * goodbye comes once per connection. */
-static void goodbyes_drain(void)
-{
-    const uint64_t prefix = ~(((uint64_t)1 << 48) - 1);
-    ucp_request_param_t param;
-    ucp_tag_recv_info_t info;
-    uint64_t bye;
-    for (size_t i = 0; g_ucx.worker != NULL && i < (1u << 20); i++) {
-        ucp_tag_message_h m =
-            ucp_tag_probe_nb(g_ucx.worker, xc_tag_goodbye(0), prefix, 1, &info);
-        void *r;
-        if (m == NULL)
-            return;
-        memset(&param, 0, sizeof(param));
-        r = ucp_tag_msg_recv_nbx(g_ucx.worker, &bye, sizeof(bye), m, &param);
-        if (UCS_PTR_IS_ERR(r))
-            return;
-        wait_and_free(r, "receiving a goodbye");
-    }
-}
+static void wait_and_free(void *r, const char *what, uint64_t deadline_ns);
+static void goodbyes_drop(uint64_t hash, uint64_t mask);
 
 static void worker_destroy(void)
 {
-    goodbyes_drain();
+    /* those no failure took out of UCX's queue: UCX warns about unmatched
+     * messages when the worker goes */
+    goodbyes_drop(0, ~(((uint64_t)1 << 48) - 1));
     if (g_ucx.addr != NULL)
         ucp_worker_release_address(g_ucx.worker, g_ucx.addr);
     if (g_ucx.worker != NULL)
@@ -373,32 +353,60 @@ static xcoll_status_t cache_grow(void)
  * loss (census.c); one that still waits for its data does. */
 #define XC_UCX_GOODBYE 0x4559424c4c4f4358ull /* "XCOLLBYE" */
 
-/* Whether the goodbye of the peer behind failed endpoint e is here; takes
- * it out of UCX's unexpected queue, so that none piles up. Outside or
- * inside a UCX callback: it only looks at that queue and copies. */
+/* Receives one goodbye found by a probe (m, info) into the sink; 1 if it
+ * is one: complete at once with the right payload (eager data, the usual
+ * case), or still arriving (then its tag alone says it, and *pending gets
+ * the request, which may be freed at any time). Works inside a UCX
+ * callback too: a probe and an eager receive only copy from the queue. */
+static int goodbye_take(ucp_tag_message_h m, const ucp_tag_recv_info_t *info, void **pending)
+{
+    ucp_request_param_t param;
+    void *r;
+    memset(&param, 0, sizeof(param));
+    g_ucx.bye_sink = 0;
+    r = ucp_tag_msg_recv_nbx(g_ucx.worker, &g_ucx.bye_sink, sizeof(g_ucx.bye_sink), m, &param);
+    if (UCS_PTR_IS_ERR(r))
+        return 0;
+    if (r != NULL && ucp_request_check_status(r) == UCS_INPROGRESS) {
+        *pending = r;
+        return 1;
+    }
+    if (r != NULL)
+        ucp_request_free(r);
+    return info->length == sizeof(g_ucx.bye_sink) && g_ucx.bye_sink == XC_UCX_GOODBYE;
+}
+
+/* Takes every goodbye whose tag matches xc_tag_goodbye(hash) under mask out
+ * of UCX's queue: stale ones, from a connection to that process that is
+ * closed, must not speak for a later one. Bounded: one comes per
+ * connection. */
+static void goodbyes_drop(uint64_t hash, uint64_t mask)
+{
+    ucp_tag_recv_info_t info;
+    for (unsigned i = 0; g_ucx.worker != NULL && i < 4096; i++) {
+        void *pending = NULL;
+        ucp_tag_message_h m = ucp_tag_probe_nb(g_ucx.worker, xc_tag_goodbye(hash), mask, 1, &info);
+        if (m == NULL)
+            return;
+        goodbye_take(m, &info, &pending);
+        if (pending != NULL)
+            ucp_request_free(pending); /* UCX frees it when it completes */
+    }
+}
+
+/* Whether the goodbye of the peer behind endpoint e is here; takes it out
+ * of UCX's queue, so that none piles up. */
 static int goodbye_here(xc_ucx_ep_t *e)
 {
     ucp_tag_recv_info_t info;
-    ucp_request_param_t param;
     ucp_tag_message_h m;
-    void *r;
     if (e->left)
         return 1;
-    if (!e->remote || g_ucx.worker == NULL)
+    if (!e->remote || g_ucx.worker == NULL || e->bye_req != NULL)
         return 0;
     m = ucp_tag_probe_nb(g_ucx.worker, xc_tag_goodbye(e->hash), XC_TAG_MASK_ALL, 1, &info);
-    if (m == NULL)
-        return 0;
-    memset(&param, 0, sizeof(param));
-    r = ucp_tag_msg_recv_nbx(g_ucx.worker, &e->bye, sizeof(e->bye), m, &param);
-    if (UCS_PTR_IS_ERR(r))
-        return 0;
-    /* NULL when it completed at once (eager data, the usual case: then the
-     * payload is checked); else the tag alone says it, and eps_release
-     * frees the request */
-    e->bye_req = r;
-    if (r == NULL && (info.length != sizeof(e->bye) || e->bye != XC_UCX_GOODBYE))
-        return 0; /* not ours after all: then it is a loss */
+    if (m == NULL || !goodbye_take(m, &info, &e->bye_req))
+        return 0; /* none, or not ours after all: then it is a loss */
     e->left = 1;
     return 1;
 }
@@ -418,7 +426,7 @@ static void ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
         if (goodbye_here(e))
             xc_debug("UCX: rank %d (as numbered by the first communicator that reached it) "
                      "said goodbye and closed its connection", e->rank);
-        else if (g_ucx.releasing)
+        else if (e->closing)
             xc_debug("UCX: the connection to rank %d failed while this rank closed it: %s",
                      e->rank, ucs_status_string(status));
         else
@@ -455,6 +463,8 @@ static xcoll_status_t ep_get(const void *addr, size_t len, int rank, int remote,
     }
     if (g_ucx.neps >= g_ucx.nbuckets && (st = cache_grow()) != XCOLL_OK)
         return st;
+    if (remote)
+        goodbyes_drop(h, XC_TAG_MASK_ALL);
 
     e = malloc(sizeof(*e) + len);
     if (e == NULL) {
@@ -470,9 +480,9 @@ static xcoll_status_t ep_get(const void *addr, size_t len, int rank, int remote,
     e->remote = remote;
     e->left = 0;
     e->used = 0;
+    e->closing = 0;
     e->bye_req = NULL;
     e->bye_send = NULL;
-    e->bye = 0;
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     params.address = (const ucp_address_t *)e->addr;
@@ -504,16 +514,16 @@ static void cache_unlink(xc_ucx_ep_t *e)
     g_ucx.neps--;
 }
 
-/* Waits (bounded) for a UCX request of ours to finish, then frees it. */
-static void wait_and_free(void *r, const char *what)
+/* Waits for a UCX request of ours to finish, until deadline_ns at most
+ * (0: XC_UCX_CLOSE_TIMEOUT_NS from now), then frees it. */
+static void wait_and_free(void *r, const char *what, uint64_t deadline_ns)
 {
-    uint64_t deadline = now_ns() + XC_UCX_CLOSE_TIMEOUT_NS;
+    uint64_t deadline = deadline_ns != 0 ? deadline_ns : now_ns() + XC_UCX_CLOSE_TIMEOUT_NS;
     if (r == NULL || UCS_PTR_IS_ERR(r))
         return;
     while (ucp_request_check_status(r) == UCS_INPROGRESS) {
         if (now_ns() > deadline) {
-            xc_warn("%s did not finish within %llu s; abandoning it", what,
-                    XC_UCX_CLOSE_TIMEOUT_NS / 1000000000ull);
+            xc_warn("%s did not finish in time; abandoning it", what);
             break;
         }
         ucp_worker_progress(g_ucx.worker);
@@ -528,8 +538,10 @@ static void *goodbye_send(xc_ucx_ep_t *e)
     static const uint64_t bye = XC_UCX_GOODBYE;
     ucp_request_param_t param;
     void *r;
-    if (!e->remote || !e->used || e->failed != UCS_OK || goodbye_here(e))
-        return NULL; /* a peer that said goodbye has closed its side */
+    /* a peer that said goodbye has closed its side; asked first, so that
+     * its goodbye is taken out of the queue whatever follows */
+    if (!e->remote || goodbye_here(e) || !e->used || e->failed != UCS_OK)
+        return NULL;
     memset(&param, 0, sizeof(param));
     r = ucp_tag_send_nbx(e->ep, &bye, sizeof(bye), xc_tag_goodbye(g_ucx.addr_hash), &param);
     return UCS_PTR_IS_ERR(r) ? NULL : r;
@@ -541,33 +553,33 @@ static void *goodbye_send(xc_ucx_ep_t *e)
  * and a flush towards it ends in an endpoint timeout that UCX prints on
  * stdout. Nothing is lost: every collective that sent rendezvous-sized
  * data flushed before it completed, and eager data (the goodbyes, sent
- * first, all at once, and waited for) is already in the peer's queue or
- * the kernel's socket buffer. Only connections that carried traffic say
- * goodbye: only they can fail on the other side, and a send on another
- * would first have to connect, to a peer that may be gone. Sets the
- * entries it closed to NULL. */
+ * first, all at once, and waited for together, at most a second) is
+ * already in the peer's queue or the kernel's socket buffer. Only
+ * connections that carried traffic say goodbye: a send on another would
+ * first have to connect, to a peer that may be gone. Sets the entries it
+ * closed to NULL; an endpoint appears in eps once at most (one per rank,
+ * ranks are distinct processes). */
 static void eps_release(xc_ucx_ep_t **eps, int n)
 {
     ucp_request_param_t param;
+    uint64_t bye_deadline = now_ns() + XC_UCX_CLOSE_TIMEOUT_NS / 5;
 
-    g_ucx.releasing = 1;
     for (int i = 0; i < n; i++) {
         xc_ucx_ep_t *e = eps[i];
-        if (e != NULL && --e->refs == 0)
+        if (e != NULL && --e->refs == 0) {
+            e->closing = 1;
             e->bye_send = goodbye_send(e);
+        }
     }
     for (int i = 0; i < n; i++) {
         xc_ucx_ep_t *e = eps[i];
         void *r;
-        if (e == NULL || e->refs > 0)
+        if (e == NULL || !e->closing)
             continue;
         eps[i] = NULL;
-        wait_and_free(e->bye_send, "a goodbye");
-        if (e->bye_req != NULL) {
-            if (ucp_request_check_status(e->bye_req) == UCS_INPROGRESS)
-                ucp_request_cancel(g_ucx.worker, e->bye_req);
-            ucp_request_free(e->bye_req);
-        }
+        wait_and_free(e->bye_send, "a goodbye", bye_deadline);
+        if (e->bye_req != NULL)
+            ucp_request_free(e->bye_req); /* its buffer is the sink: UCX may finish it */
         cache_unlink(e);
         memset(&param, 0, sizeof(param));
         param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -577,10 +589,11 @@ static void eps_release(xc_ucx_ep_t **eps, int n)
             xc_debug("closing the endpoint to rank %d: %s", i,
                      ucs_status_string(UCS_PTR_STATUS(r)));
         else
-            wait_and_free(r, "closing an endpoint");
+            wait_and_free(r, "closing an endpoint", 0);
+        if (e->remote)
+            goodbyes_drop(e->hash, XC_TAG_MASK_ALL); /* one that came while it closed */
         free(e);
     }
-    g_ucx.releasing = 0;
 }
 
 /* --- which transports UCX chose ---------------------------------------------------- */
@@ -903,7 +916,6 @@ static xcoll_status_t ucx_irecv(void *tl_comm, int peer, uint64_t tag, void *buf
     param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     if (buf == NULL)
         buf = &g_dummy_byte;
-    c->peers[peer]->used = 1; /* it will connect to us, if it has not */
     return post_result(ucp_tag_recv_nbx(g_ucx.worker, buf, len, tag, XC_TAG_MASK_ALL, &param), 1,
                        c->peers[peer], peer, tag, len, req);
 }
@@ -922,6 +934,8 @@ static xcoll_status_t ucx_test(void *tl_comm, void *req)
         s = ucp_tag_recv_request_test(req, &info);
         if (s == UCS_INPROGRESS)
             return XCOLL_INPROGRESS;
+        if (s == UCS_OK)
+            ur->ep->used = 1; /* it connected to us (a census receive posted to all does not) */
         if (s == UCS_OK && info.length != ur->len) {
             xc_error("rank %d sent %zu bytes with tag 0x%016llx where %zu were expected",
                      ur->peer, info.length, (unsigned long long)ur->tag, ur->len);

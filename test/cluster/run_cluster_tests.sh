@@ -119,25 +119,32 @@ inside_two() {
         fi
     fi
     # ranks that destroy the communicator and leave: no loss to a gather
-    # that has their data (it still waits for a late rank), a loss to one
-    # that awaits it
-    for mode in finished early; do
-        leftdir=$logdir/leave.$mode
+    # that has their data (it still waits for a late rank), with every pair
+    # connected before or only the gather's; a loss to one that awaits it
+    for run in finished finished.nowarmup early; do
+        leftdir=$logdir/leave.$run
         mkdir -p "$leftdir"
-        mpi leave.$mode.2x2 4 "$top_builddir/test/cluster/test_leave" --mode $mode \
-            --dir "$leftdir" --timeout 4
+        mode=${run%.nowarmup}
+        opt=
+        [ "$run" = "$mode" ] || opt=--no-warmup
+        XCOLL_LOG=debug mpi leave.$run.2x2 4 -x XCOLL_LOG "$top_builddir/test/cluster/test_leave" \
+            --mode "$mode" --dir "$leftdir" --timeout 4 $opt
     done
-    if grep -q "lost the connection" "$logdir/leave.finished.2x2.err"; then
-        fail "leave.finished.2x2: a rank took the ranks that left for lost:"
-        grep -m 4 "lost the connection" "$logdir/leave.finished.2x2.err"
-    else
-        pass "leave.finished.2x2: no rank took the ranks that left for lost"
-    fi
-    if grep -q "said goodbye" "$logdir/leave.early.2x2.err"; then
+    for run in finished finished.nowarmup; do
+        if grep -q "lost the connection" "$logdir/leave.$run.2x2.err"; then
+            fail "leave.$run.2x2: a rank took the ranks that left for lost:"
+            grep -m 4 "lost the connection" "$logdir/leave.$run.2x2.err"
+        elif ! grep "^\[xcoll r0\] " "$logdir/leave.$run.2x2.err" | grep -q "said goodbye and closed"; then
+            fail "leave.$run.2x2: rank 0 never saw a connection of a rank that left close"
+        else
+            pass "leave.$run.2x2: rank 0 saw the leavers' connections close, and nobody took them for lost"
+        fi
+    done
+    if grep "^\[xcoll r0\] error" "$logdir/leave.early.2x2.err" | grep -q "said goodbye"; then
         pass "leave.early.2x2: the failure says the awaited ranks said goodbye"
     else
-        fail "leave.early.2x2: the log does not say the awaited ranks said goodbye:"
-        grep -m 6 "xcoll r0" "$logdir/leave.early.2x2.err"
+        fail "leave.early.2x2: rank 0's error does not say the awaited ranks said goodbye:"
+        grep -m 6 "xcoll r0\] error" "$logdir/leave.early.2x2.err"
     fi
     # the drop-ins (the Open MPI component and the PMPI library) across nodes
     if [ -x "$top_builddir/test/dropin/dropin_test" ]; then

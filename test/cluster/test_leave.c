@@ -2,7 +2,9 @@
  * lost rank, unless someone still waits for its data.
  *
  * Four ranks on two nodes (0 and 1 on one, 2 and 3 on the other); every
- * pair has talked (an alltoall) before the part under test.
+ * pair has talked (an alltoall) before the part under test, unless
+ * --no-warmup: then only the gather's own messages ever cross, and the
+ * connections that carried none must not look lost either.
  *
  *   --mode finished  a legal program: rank 0 gathers, rank 1 comes late
  *                    (half the timeout), ranks 2 and 3 send their part,
@@ -17,7 +19,7 @@
  *
  * Ranks 2 and 3 create DIR/left.R once their destroy returned; rank 0
  * checks those exist after its gather, or the run tested nothing.
- * Usage: test_leave --mode finished|early --dir DIR [--timeout S]
+ * Usage: test_leave --mode finished|early --dir DIR [--timeout S] [--no-warmup]
  * Prints "test_leave: PASS ..." / "test_leave: FAIL ..." lines; exit 0
  * when this rank saw no failure. */
 #include <mpi.h>
@@ -58,7 +60,7 @@ int main(int argc, char **argv)
 {
     const char *mode = NULL, *dir = NULL;
     double timeout = 4, t, took;
-    int rank, size, i, early;
+    int rank, size, i, early, warmup = 1;
     char host[64] = {0}, hosts[4][64];
     char text[256];
     xcoll_config_t cfg;
@@ -69,8 +71,13 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--mode") == 0)
+    for (i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "--no-warmup") == 0) {
+            warmup = 0;
+            i--;
+        } else if (i + 1 >= argc)
+            break;
+        else if (strcmp(argv[i], "--mode") == 0)
             mode = argv[i + 1];
         else if (strcmp(argv[i], "--dir") == 0)
             dir = argv[i + 1];
@@ -82,7 +89,8 @@ int main(int argc, char **argv)
     if (i != argc || mode == NULL || dir == NULL || timeout <= 0 ||
         (strcmp(mode, "finished") != 0 && strcmp(mode, "early") != 0)) {
         if (rank == 0)
-            fprintf(stderr, "usage: test_leave --mode finished|early --dir DIR [--timeout S]\n");
+            fprintf(stderr, "usage: test_leave --mode finished|early --dir DIR [--timeout S] "
+                            "[--no-warmup]\n");
         MPI_Finalize();
         return 2;
     }
@@ -117,8 +125,10 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     for (i = 0; i < COUNT * 4; i++)
         a[i] = rank * 100000 + i;
-    st = xcoll_alltoall(a, b, COUNT, XCOLL_INT32, comm, NULL);
-    check(rank, st == XCOLL_OK, "warm-up alltoall");
+    if (warmup) {
+        st = xcoll_alltoall(a, b, COUNT, XCOLL_INT32, comm, NULL);
+        check(rank, st == XCOLL_OK, "warm-up alltoall");
+    }
     for (i = 0; i < COUNT; i++)
         a[i] = rank * 100000 + i;
 
