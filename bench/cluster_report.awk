@@ -70,6 +70,11 @@ END {
     print "alternate per iteration in one job) in " runs " run(s), each algorithm forced (`--algo`) in the"
     print "first " algo_runs ", medians. Times in microseconds; MPI/xcoll > 1 means xcoll is faster. Load"
     print "average " load_start " at the start, " load_end " at the end. Wrong results: " (wrong + 0) " (of " rows " rows)."
+    print "The forced runs have no Open MPI in the job, and on these shared cores they come out up to"
+    print "2x faster than the default's runs at the same size and algorithm: compare the xcoll column"
+    print "with Open MPI's (same jobs), the forced columns with each other, and read the last column"
+    print "of the goals (default against forced) as a hint. The runs may come from several sweeps"
+    print "(`--report`): the configurations and collectives each measured are in bench/results/cluster/."
     if (failed != "") print "\nFailed jobs (their rows are missing): " failed
     print ""
 

@@ -55,6 +55,14 @@ const char xc_tune_defaults[] =
     "alltoallv:0-inf:pairwise|scattered\n"
     "gatherv:0-inf:linear\n"
     "scatterv:0-inf:linear\n"
+    /* across nodes with few ranks each, measured on namespace nodes
+     * (docs/TUNING.md, "Across nodes"): one node's choices there were
+     * linear bcast (3.4-3.7x the best from 4 MiB) and pairwise alltoall
+     * (1.6-3.9x bruck to 16 KiB) */
+    "bcast@4/1-2:4m-inf:binomial|chain\n"
+    "bcast@5-8/1-4:0-8k:linear|binomial,8k-4m:binomial,4m-32m:hier|binomial,32m-inf:binomial\n"
+    "allgather@5-8/1-4:1m-inf:ring|direct\n"
+    "alltoall@5-8/1-4:0-32k:bruck|pairwise\n"
     /* modelled, from 64 ranks (above) */
     "allreduce@64-inf/1-16:0-16k:recdbl|hier,16k-1m:rabenseifner|recdbl,1m-inf:dbtree|rabenseifner\n"
     "allreduce@64-255/17-inf:0-16k:recdbl|rabenseifner,16k-2m:rabenseifner|recdbl,2m-inf:dbtree|rabenseifner\n"

@@ -85,6 +85,48 @@ static void test_defaults(void)
     xc_tune_free(t);
 }
 
+/* The measured rules across nodes (docs/TUNING.md, "Across nodes"): a job
+ * of few ranks per node never gets one node's linear bcast for large
+ * messages nor pairwise alltoall for small ones, while one node keeps
+ * them. */
+static void test_across_nodes(void)
+{
+    static const struct {
+        xc_coll_t coll;
+        int nranks, per_node;
+        size_t bytes;
+        const char *want;
+    } cases[] = {
+        {XC_COLL_BCAST, 8, 2, 4 << 20, "hier"},       /* 4 nodes x 2 */
+        {XC_COLL_BCAST, 8, 4, 64 << 20, "binomial"},  /* 2 nodes x 4 */
+        {XC_COLL_BCAST, 8, 2, 1024, "linear"},
+        {XC_COLL_BCAST, 8, 8, 4 << 20, "linear"},     /* one node: its own rule */
+        {XC_COLL_BCAST, 4, 2, 4 << 20, "binomial"},   /* 2 nodes x 2 */
+        {XC_COLL_BCAST, 4, 4, 4 << 20, "chain"},      /* one node */
+        {XC_COLL_ALLGATHER, 8, 2, 4 << 20, "ring"},
+        {XC_COLL_ALLGATHER, 8, 8, 4 << 20, "direct"},
+        {XC_COLL_ALLTOALL, 8, 2, 16384, "bruck"},
+        {XC_COLL_ALLTOALL, 8, 8, 16384, "pairwise"},
+        {XC_COLL_ALLTOALL, 8, 2, 65536, "pairwise"},
+    };
+    char err[512];
+    xc_tune_t *t = parse(xc_tune_defaults, err, sizeof(err));
+    size_t i;
+    CHECK(t != NULL, "the defaults do not parse: %s", err);
+    if (t == NULL)
+        return;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const xc_tune_rule_t *r =
+            xc_tune_match(t, cases[i].coll, cases[i].nranks, cases[i].per_node, cases[i].bytes);
+        const char *got = r != NULL ? r->candidates[0]->name : "-";
+        CHECK(strcmp(got, cases[i].want) == 0,
+              "defaults: %s on %d ranks, %d a node, %zu bytes: chose %s, want %s",
+              xc_coll_name(cases[i].coll), cases[i].nranks, cases[i].per_node, cases[i].bytes,
+              got, cases[i].want);
+    }
+    xc_tune_free(t);
+}
+
 static void test_valid(void)
 {
     char err[512];
@@ -577,6 +619,7 @@ int main(void)
     unsetenv("XCOLL_TUNE");
     unsetenv("XCOLL_TUNE_FILE");
     test_defaults();
+    test_across_nodes();
     test_valid();
     test_units();
     test_ranks();
