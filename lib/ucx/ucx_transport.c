@@ -1061,27 +1061,33 @@ static xcoll_status_t ucx_flush(void *tl_comm)
     return XCOLL_OK;
 }
 
-/* Why the connection to peer failed, or NULL while it is fine. */
-static const char *ucx_peer_lost(void *tl_comm, int peer)
+/* The endpoint to peer if UCX failed it, else NULL. */
+static xc_ucx_ep_t *failed_ep(void *tl_comm, int peer)
 {
     xc_ucx_comm_t *c = tl_comm;
     if (c == NULL || peer < 0 || peer >= c->size || c->peers[peer] == NULL ||
         c->peers[peer]->failed == UCS_OK)
         return NULL;
-    if (goodbye_here(c->peers[peer]))
+    return c->peers[peer];
+}
+
+/* Why the connection to peer failed, or NULL while it is fine. */
+static const char *ucx_peer_lost(void *tl_comm, int peer)
+{
+    xc_ucx_ep_t *e = failed_ep(tl_comm, peer);
+    if (e == NULL)
+        return NULL;
+    if (goodbye_here(e))
         return "it said goodbye before closing the connection";
-    return ucs_status_string(c->peers[peer]->failed);
+    return ucs_status_string(e->failed);
 }
 
 /* Whether peer's connection failed after its goodbye. Asks UCX's queue
  * again each time: the goodbye may be processed after the failure. */
 static int ucx_peer_left(void *tl_comm, int peer)
 {
-    xc_ucx_comm_t *c = tl_comm;
-    if (c == NULL || peer < 0 || peer >= c->size || c->peers[peer] == NULL ||
-        c->peers[peer]->failed == UCS_OK)
-        return 0;
-    return goodbye_here(c->peers[peer]);
+    xc_ucx_ep_t *e = failed_ep(tl_comm, peer);
+    return e != NULL && goodbye_here(e);
 }
 
 static unsigned ucx_lost_count(void *tl_comm)

@@ -71,18 +71,15 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (i = 1; i < argc; i += 2) {
-        if (strcmp(argv[i], "--no-warmup") == 0) {
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--no-warmup") == 0)
             warmup = 0;
-            i--;
-        } else if (i + 1 >= argc)
-            break;
-        else if (strcmp(argv[i], "--mode") == 0)
-            mode = argv[i + 1];
-        else if (strcmp(argv[i], "--dir") == 0)
-            dir = argv[i + 1];
-        else if (strcmp(argv[i], "--timeout") == 0)
-            timeout = atof(argv[i + 1]);
+        else if (i + 1 < argc && strcmp(argv[i], "--mode") == 0)
+            mode = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--dir") == 0)
+            dir = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--timeout") == 0)
+            timeout = atof(argv[++i]);
         else
             break;
     }

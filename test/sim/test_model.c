@@ -23,27 +23,7 @@
 #include "log.h"
 #include "topo.h"
 
-static unsigned long n_passed, n_failed;
-static int verbose;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void check(int ok, const char *fmt, ...)
-{
-    va_list ap;
-    if (ok)
-        n_passed++;
-    else
-        n_failed++;
-    if (ok && !verbose)
-        return;
-    printf("%s ", ok ? "ok  " : "FAIL");
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    fflush(stdout);
-}
+#include "../unit/check.h"
 
 static const xc_algo_t *algo(xc_coll_t coll, const char *name)
 {
@@ -290,7 +270,7 @@ int main(int argc, char **argv)
     const char *only = NULL;
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v"))
-            verbose = 1;
+            check_verbose = 1;
         else if (!strcmp(argv[i], "-q"))
             quick = 1;
         else
@@ -303,6 +283,6 @@ int main(int argc, char **argv)
         run_sharing();
     if (only == NULL || !strcmp(only, "select"))
         run_select(quick);
-    printf("test_model: %lu passed, %lu failed\n", n_passed, n_failed);
-    return n_failed ? 1 : 0;
+    printf("test_model: %lu passed, %lu failed\n", n_pass, n_fail);
+    return n_fail ? 1 : 0;
 }

@@ -3,7 +3,8 @@
  * prints the first failures, one line each; main reports n_pass and
  * n_fail. Define CHECK_MAX_PRINTED before including to print more or
  * fewer. rnd64() is a deterministic generator (xorshift64*), so a failure
- * reproduces; each test picks its own sequence with CHECK_RNG_SEED. */
+ * reproduces; each test picks its own sequence with CHECK_RNG_SEED.
+ * check_verbose = 1 prints the passing checks too ("ok   ..."). */
 #ifndef XC_TEST_CHECK_H
 #define XC_TEST_CHECK_H
 
@@ -19,12 +20,22 @@
 #endif
 
 static unsigned long n_pass, n_fail;
+static int check_verbose;
 
 static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void check(int ok, const char *fmt, ...)
 {
     if (ok) {
         n_pass++;
+        if (check_verbose) {
+            va_list ap;
+            va_start(ap, fmt);
+            printf("ok   ");
+            vprintf(fmt, ap);
+            printf("\n");
+            va_end(ap);
+            fflush(stdout);
+        }
         return;
     }
     n_fail++;
@@ -35,13 +46,14 @@ static void check(int ok, const char *fmt, ...)
         vprintf(fmt, ap);
         printf("\n");
         va_end(ap);
+        fflush(stdout); /* a long test's failures show as they happen */
     } else if (n_fail == CHECK_MAX_PRINTED + 1) {
         printf("FAIL: (further failures counted, not printed)\n");
     }
 }
 
 static uint64_t rng_state = CHECK_RNG_SEED;
-static uint64_t rnd64(void)
+static inline uint64_t rnd64(void)
 {
     rng_state ^= rng_state >> 12;
     rng_state ^= rng_state << 25;
