@@ -14,6 +14,27 @@
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
 
+/* A build for plain x86-64 vectorises with SSE2 only, where the half
+ * conversions and the NaN-aware min/max need several instructions per
+ * select: measured on an AMD EPYC, 2 MiB reduced 64 KiB at a time, float16
+ * sum 0.9 GB/s, bfloat16 sum 4.1, float32 max 9.6 (float32 sum 40). So the
+ * loops are also built for AVX2 and for x86-64-v4 (AVX-512) and the CPU
+ * picks one when the library loads (GCC's function multiversioning, an
+ * ifunc): 1.7 / 8.2 / 30 GB/s with AVX2, 3.9 / 22 / 33 with AVX-512. Every
+ * clone computes the same C semantics: no fast-math, and no contraction of
+ * a multiply and an add into an FMA (x86-64-v4 has FMA), as the CUDA
+ * kernels are built with --fmad=false, so results stay bit-identical
+ * whichever CPU a rank runs on. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
+    !defined(XC_NO_CLONES)
+#define XC_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define XC_CLONES
+#endif
+
 #include "dtype.h"
 #include "reduce_ops.h"
 
@@ -105,8 +126,8 @@ uint16_t xc_float_to_bf16(float f) { return xc_f32_to_bf16(f); }
 
 /* One function per dtype; the switch runs once per call. */
 #define DEFINE_REDUCE_INT(dt, ctype, sfx)                                                  \
-    static void reduce_##sfx(void *dst, const void *a, const void *b, size_t count,        \
-                             xcoll_op_t op)                                                \
+    XC_CLONES static void reduce_##sfx(void *dst, const void *a, const void *b,            \
+                                       size_t count, xcoll_op_t op)                        \
     {                                                                                      \
         switch (op) {                                                                      \
         case XCOLL_SUM:                                                                    \
@@ -122,8 +143,8 @@ uint16_t xc_float_to_bf16(float f) { return xc_f32_to_bf16(f); }
     }
 
 #define DEFINE_REDUCE_FLOAT(dt, ctype, sfx)                                                \
-    static void reduce_##sfx(void *dst, const void *a, const void *b, size_t count,        \
-                             xcoll_op_t op)                                                \
+    XC_CLONES static void reduce_##sfx(void *dst, const void *a, const void *b,            \
+                                       size_t count, xcoll_op_t op)                        \
     {                                                                                      \
         switch (op) {                                                                      \
         case XCOLL_SUM:                                                                    \
@@ -163,7 +184,7 @@ void xc_reduce(void *dst, const void *a, const void *b, size_t count, xcoll_dtyp
         break;                                                \
     }
 
-void xc_divide(void *buf, size_t count, xcoll_dtype_t dtype, uint32_t n)
+XC_CLONES void xc_divide(void *buf, size_t count, xcoll_dtype_t dtype, uint32_t n)
 {
     /* n == 0 is meaningless (a communicator has at least one rank); leave
      * the data alone rather than trap. n == 1 is the identity. */

@@ -698,6 +698,13 @@ static void test_names(void)
 
 int main(void)
 {
+#ifdef XC_TEST_ISA
+    /* this build's reduction loops need the instruction set (Makefile.am) */
+    if (!__builtin_cpu_supports(XC_TEST_ISA)) {
+        printf("SKIP: this CPU lacks %s\n", XC_TEST_ISA);
+        return 77;
+    }
+#endif
     test_names();
     test_fmt_known();
     test_fmt_exhaustive(&FMT_HALF);
