@@ -276,8 +276,17 @@ static uint64_t cma_min_asked(void)
 }
 
 /* A CMA read to reduce lands in pieces this big, which stay in cache
- * between the read and the reduction; whole elements of every type. */
-#define XC_SHM_PULL_CHUNK ((size_t)65536)
+ * between the read and the reduction; whole elements of every type. Each
+ * read pins the pages it copies and costs a system call, which on some
+ * machines is most of the read: on the EPYC guest of 2026-12-05 a 64 KiB
+ * read ran at 12 GB/s and a 256 KiB one at 18-29, and a 2-rank allreduce
+ * of 4-16 MiB ran 15-30% faster (reduce_scatter of 4 MiB 1.6x) with 256 KiB
+ * pieces, which still fit in L2 with the piece of the destination they
+ * reduce into (docs/PERFORMANCE.md). With more ranks than cores the larger
+ * pieces measured no better (a rank holds its core longer per read), so
+ * those keep 64 KiB. */
+#define XC_SHM_PULL_CHUNK ((size_t)262144)
+#define XC_SHM_PULL_CHUNK_SHARED ((size_t)65536)
 
 /* Slot payload by ranks per node: 8 KiB (a message of 8 KiB in one slot)
  * up to 8 ranks, smaller beyond, so a node of 64 ranks needs 64 x 64 x 8
@@ -467,8 +476,9 @@ static int pull_reduce(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r, uint
         /* not fatal: land it whole, reduce after */
         return cma_read(p->pid, r->rbuf, addr, r->len);
     }
-    for (size_t off = 0; off < r->len; off += XC_SHM_PULL_CHUNK) {
-        size_t n = r->len - off < XC_SHM_PULL_CHUNK ? r->len - off : XC_SHM_PULL_CHUNK;
+    const size_t piece = g_oversubscribed ? XC_SHM_PULL_CHUNK_SHARED : XC_SHM_PULL_CHUNK;
+    for (size_t off = 0; off < r->len; off += piece) {
+        size_t n = r->len - off < piece ? r->len - off : piece;
         if (cma_read(p->pid, c->bounce, addr + off, n) != 0)
             return -1;
         xc_land_reduce_apply(&r->red, off, c->bounce, n);
