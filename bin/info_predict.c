@@ -64,16 +64,6 @@ static int cmp_size(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void size_text(size_t b, char *buf, size_t len)
-{
-    if (b >= (1u << 20) && b % (1u << 20) == 0)
-        snprintf(buf, len, "%zuM", b >> 20);
-    else if (b >= 1024 && b % 1024 == 0)
-        snprintf(buf, len, "%zuK", b >> 10);
-    else
-        snprintf(buf, len, "%zu", b);
-}
-
 static void time_text(double t, char *buf, size_t len)
 {
     t *= 1e6;
@@ -162,7 +152,7 @@ static int predict_coll(xc_coll_t coll, const sizes_t *sizes, int P, const struc
                     *ncurves = i + 1;
             }
         }
-        size_text(bytes, buf, sizeof(buf));
+        xc_tune_size_text(bytes, buf, sizeof(buf));
         printf("%8s", buf);
         for (i = 0; i < n; i++) {
             char t[24], cell[32];

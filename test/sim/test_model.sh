@@ -27,7 +27,7 @@ if "$info" --predict --nodes 2 --ranks-per-node 4 --inter 10,5 --coll allreduce 
     --sizes 8,64K,4M --plot "$tmp/a.svg" > "$tmp/out" 2>&1; then
     grep -q '^# 2 nodes x 4 ranks = 8 ranks; .* between nodes 10 GB/s 5 us' "$tmp/out" ||
         fail "--predict: no cluster line: $(head -n 1 "$tmp/out")"
-    [ "$(grep -c '^ *\(8\|64K\|4M\) ' "$tmp/out")" = 3 ] || fail "--predict: not 3 size rows"
+    [ "$(grep -c '^ *\(8\|64k\|4m\) ' "$tmp/out")" = 3 ] || fail "--predict: not 3 size rows"
     grep -q 'picked.*best' "$tmp/out" || fail "--predict: no picked/best columns"
     if command -v xmllint > /dev/null 2>&1; then
         xmllint --noout "$tmp/a.svg" 2> /dev/null || fail "--plot: not well-formed XML"
@@ -63,7 +63,7 @@ usage "a size above 16 GiB" --nodes 2 --ranks-per-node 2 --sizes 17G
 # eating the machine: 65536 ranks' pairwise alltoall is 8.6 G steps
 if "$info" --predict --nodes 8192 --ranks-per-node 8 --coll alltoall --sizes 1K \
     > "$tmp/big" 2>&1; then
-    grep -q '^ *1K *>[0-9]' "$tmp/big" || fail "--predict at 65536 ranks: no bound: $(tail -n 1 "$tmp/big")"
+    grep -q '^ *1k *>[0-9]' "$tmp/big" || fail "--predict at 65536 ranks: no bound: $(tail -n 1 "$tmp/big")"
 else
     fail "--predict at 65536 ranks exited $?: $(tail -n 3 "$tmp/big")"
 fi
