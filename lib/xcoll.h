@@ -331,7 +331,9 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *bootstrap,
  * data fails, XCOLL_ERR_PEER_LOST). A process that exits without
  * destroying its communicators looks lost to those peers. Ids: a process
  * can create at most 32766 communicators in its life (fewer when it
- * shares them with processes that created more). */
+ * shares them with processes that created more). Memory: the scratch of
+ * large collectives (up to two blocks, 512 MiB together) is kept for the
+ * next ones and freed when the process's last communicator is destroyed. */
 xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm);
 
 /* This process's rank in comm, and the number of ranks. */

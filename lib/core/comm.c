@@ -261,6 +261,8 @@ xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
     xc_info("communicator %u destroyed", comm->id);
     thread = comm->progress_thread;
     free(comm);
+    if (live_comms == NULL)
+        xc_block_trim();
     xc_unlock(locked);
     /* without the lock: the thread needs it to finish */
     if (thread)

@@ -19,4 +19,8 @@ void *xc_block_get(size_t bytes, int zero);
 /* Returns a block from xc_block_get (NULL is ignored). */
 void xc_block_put(void *p);
 
+/* Frees the large blocks kept for reuse (when the last communicator is
+ * destroyed). */
+void xc_block_trim(void);
+
 #endif
