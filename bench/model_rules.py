@@ -45,8 +45,9 @@ LIMIT = 1.3
 
 
 def size_bytes(s):
-    mult = {"K": 1 << 10, "M": 1 << 20}.get(s[-1], 1)
-    return int(s.rstrip("KM")) * mult
+    # xcoll-info --predict writes sizes as the tuning grammar does (4k, 16m, 1g)
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(s[-1].lower(), 1)
+    return int(s.rstrip("kmgKMG")) * mult
 
 
 def size_text(b):

@@ -1091,9 +1091,11 @@ void xc_exec_cancel(xc_exec_t *x)
             x->tl->cancel(x->tl_comm, x->treq[i]);
         x->treq[i] = NULL;
         /* UCX may still read or write a cancelled step's staging block: it
-         * stays out of the pool rather than go to another call */
+         * stays out of the pool rather than go to another call; so does
+         * the scratch its message may land in */
         if (x->lstage != NULL)
             x->lstage[i] = NULL;
+        x->tmp_abandoned = 1;
     }
     if (x->gate != NULL) {
         /* not drained: it may sit behind an earlier call's hold on the
@@ -1111,7 +1113,7 @@ void xc_exec_cancel(xc_exec_t *x)
 int xc_exec_reusable(const xc_exec_t *x)
 {
     return x->state_mem != NULL && x->gpu == NULL && x->lstage == NULL && x->gate == NULL &&
-           x->status == XCOLL_OK && x->ndone == x->sched->nsteps;
+           !x->tmp_abandoned && x->status == XCOLL_OK && x->ndone == x->sched->nsteps;
 }
 
 void xc_exec_rerun(xc_exec_t *x, void *sendbuf, void *recvbuf, uint32_t seq)
@@ -1145,6 +1147,7 @@ void xc_exec_fini(xc_exec_t *x)
             xc_gpu_pinned_put(x->tmp_owned);
         x->tmp_owned = NULL;
     }
-    xc_block_put(x->tmp_owned);
+    if (!x->tmp_abandoned)
+        xc_block_put(x->tmp_owned);
     memset(x, 0, sizeof(*x));
 }

@@ -19,6 +19,8 @@ typedef struct xc_exec {
     const xc_sched_t *sched;
     void *buf[XC_BUF_COUNT];   /* indexed by xc_buf_t */
     void *tmp_owned;           /* scratch allocated by the engine */
+    int tmp_abandoned;         /* steps were cancelled: the transport may still
+                                  touch tmp_owned, which is never reused */
     const xc_transport_t *tl;
     void *tl_comm;
     int is_p2p;                /* tag with xc_tag_p2p(user_tag) */

@@ -19,11 +19,16 @@
  * mmap whatever its thresholds have learnt, so each call paid a page fault
  * per 4 KiB and the zeroing of every page, then munmap: on the EPYC guest
  * of 2026-12-05 a 2-rank allreduce of 64 MiB by rabenseifner (32 MiB of
- * scratch) took 220 ms a call against 21 ms with the scratch kept
+ * scratch) took 201 ms a call against 17 ms with the scratch kept
  * (docs/PERFORMANCE.md). Kept memory is what one large collective needed
  * once; a job that runs them runs them again. */
 #define XC_LARGE_SPARES 2
 #define XC_LARGE_KEEP_BYTES ((size_t)512 << 20)
+/* Smaller blocks come from malloc's heap without faults once it has grown;
+ * a kept block is handed out only for at least a quarter of its size, so a
+ * small call does not hold the block a large one needs. */
+#define XC_LARGE_MIN_BYTES ((size_t)1 << 20)
+#define XC_LARGE_SLACK 4
 
 static void *g_spare[XC_SPARE_BLOCKS];
 static unsigned g_nspare;
@@ -42,13 +47,15 @@ static size_t large_kept(void)
     return n;
 }
 
-/* The smallest kept large block that holds bytes, taken off the list. */
+/* The smallest kept large block that holds bytes (and is not over
+ * XC_LARGE_SLACK times that), taken off the list. */
 static char *large_take(size_t bytes)
 {
     unsigned i, best = XC_LARGE_SPARES;
     char *p;
     for (i = 0; i < XC_LARGE_SPARES; i++)
         if (g_large[i] != NULL && block_cap(g_large[i]) >= bytes &&
+            block_cap(g_large[i]) / XC_LARGE_SLACK <= bytes &&
             (best == XC_LARGE_SPARES || block_cap(g_large[i]) < block_cap(g_large[best])))
             best = i;
     if (best == XC_LARGE_SPARES)
@@ -58,30 +65,37 @@ static char *large_take(size_t bytes)
     return p;
 }
 
-/* Keeps p if it fits beside the others, making room by freeing smaller
- * ones; 0 if p is not kept. */
+/* Keeps p if it fits beside the kept blocks at least as large as it,
+ * freeing smaller ones (smallest first) only then; 0 if p is not kept. */
 static int large_keep(void *p)
 {
-    size_t cap = block_cap(p);
-    unsigned i, small;
-    if (cap > XC_LARGE_KEEP_BYTES)
+    size_t cap = block_cap(p), stay = 0;
+    unsigned i, room = 0;
+    if (cap < XC_LARGE_MIN_BYTES || cap > XC_LARGE_KEEP_BYTES)
+        return 0;
+    for (i = 0; i < XC_LARGE_SPARES; i++) {
+        if (g_large[i] == NULL || block_cap(g_large[i]) < cap)
+            room++; /* a free slot, or one that may be freed for p */
+        else
+            stay += block_cap(g_large[i]);
+    }
+    if (room == 0 || stay + cap > XC_LARGE_KEEP_BYTES)
         return 0;
     for (;;) {
-        small = XC_LARGE_SPARES;
+        unsigned hole = XC_LARGE_SPARES, small = XC_LARGE_SPARES;
         for (i = 0; i < XC_LARGE_SPARES; i++) {
-            if (g_large[i] == NULL) {
-                if (large_kept() + cap <= XC_LARGE_KEEP_BYTES) {
-                    g_large[i] = p;
-                    return 1;
-                }
-            } else if (block_cap(g_large[i]) < cap &&
-                       (small == XC_LARGE_SPARES ||
-                        block_cap(g_large[i]) < block_cap(g_large[small]))) {
+            if (g_large[i] == NULL)
+                hole = i;
+            else if (block_cap(g_large[i]) < cap &&
+                     (small == XC_LARGE_SPARES ||
+                      block_cap(g_large[i]) < block_cap(g_large[small])))
                 small = i;
-            }
         }
-        if (small == XC_LARGE_SPARES)
-            return 0; /* every kept block is at least as large */
+        if (hole < XC_LARGE_SPARES && large_kept() + cap <= XC_LARGE_KEEP_BYTES) {
+            g_large[hole] = p;
+            return 1;
+        }
+        /* checked above: freeing every smaller one makes p fit */
         free((char *)g_large[small] - XC_BLOCK_HEADER);
         g_large[small] = NULL;
     }
