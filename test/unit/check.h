@@ -22,31 +22,33 @@
 static unsigned long n_pass, n_fail;
 static int check_verbose;
 
+/* One line, flushed: a long test's lines show as they happen. */
+static void check_line(const char *tag, const char *fmt, va_list ap)
+{
+    printf("%s", tag);
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+}
+
 static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void check(int ok, const char *fmt, ...)
 {
+    va_list ap;
     if (ok) {
         n_pass++;
         if (check_verbose) {
-            va_list ap;
             va_start(ap, fmt);
-            printf("ok   ");
-            vprintf(fmt, ap);
-            printf("\n");
+            check_line("ok   ", fmt, ap);
             va_end(ap);
-            fflush(stdout);
         }
         return;
     }
     n_fail++;
     if (n_fail <= CHECK_MAX_PRINTED) {
-        va_list ap;
         va_start(ap, fmt);
-        printf("FAIL: ");
-        vprintf(fmt, ap);
-        printf("\n");
+        check_line("FAIL: ", fmt, ap);
         va_end(ap);
-        fflush(stdout); /* a long test's failures show as they happen */
     } else if (n_fail == CHECK_MAX_PRINTED + 1) {
         printf("FAIL: (further failures counted, not printed)\n");
     }
