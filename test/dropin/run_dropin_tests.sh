@@ -9,6 +9,10 @@
 #   MPIRUN, MPIRUN_FLAGS     launcher (default: mpirun --allow-run-as-root --oversubscribe)
 #   top_builddir             build tree (default: .)
 #   DROPIN_NPS               rank counts (default: 1 2 3 4 5 6 7 8)
+#   DROPIN_PARTS             which checks (default: all of them): results (identical
+#                            output at DROPIN_NPS), served (the logs name every form),
+#                            params (MCA parameters, XCOLL_MPI_COLLS, linked in),
+#                            rules (the built-in drop-in rules), mpich
 #   DROPIN_TEST              the test program (default: $top_builddir/test/dropin/dropin_test)
 #   DROPIN_TEST_LINKED       the same with libxcoll_mpi linked in (optional)
 #   XCOLL_COMPONENT_DIR      directory of mca_coll_xcoll.so (default: $top_builddir/lib/mpi/components,
@@ -34,6 +38,16 @@ if [ "${MPIRUN_FLAGS+set}" != set ]; then
     MPIRUN_FLAGS="--allow-run-as-root --oversubscribe"
 fi
 NPS=${DROPIN_NPS:-"1 2 3 4 5 6 7 8"}
+PARTS=${DROPIN_PARTS:-"results served params rules mpich"}
+for p in $PARTS; do
+    case $p in
+    results | served | params | rules | mpich) ;;
+    *)
+        echo "FAIL: DROPIN_PARTS names '$p' (known: results served params rules mpich)"
+        exit 1
+        ;;
+    esac
+done
 TEST=${DROPIN_TEST:-$top_builddir/test/dropin/dropin_test}
 TEST_LINKED=${DROPIN_TEST_LINKED:-$top_builddir/test/dropin/dropin_test_linked}
 COMPONENT_DIR=${XCOLL_COMPONENT_DIR:-$top_builddir/lib/mpi/components}
@@ -60,6 +74,12 @@ failures=0
 fail() {
     echo "FAIL: $*"
     failures=$((failures + 1))
+}
+
+# part NAME: whether DROPIN_PARTS names it
+part() {
+    case " $PARTS " in *" $1 "*) return 0 ;; esac
+    return 1
 }
 
 # No drop-in rules (an empty file): xcoll serves everything it can, so its
@@ -173,6 +193,7 @@ plain_at() {
 }
 
 # --- identical results at every size ------------------------------------------------
+part results || NPS=
 for np in $NPS; do
     plain_at "$np" || continue
     lines=$(wc -l < "$work/plain.$np")
@@ -221,7 +242,7 @@ expect() {
     return 0
 }
 
-if [ "$have_component" = yes ]; then
+if [ "$have_component" = yes ] && part served; then
     # shellcheck disable=SC2086
     if launch_logged $PROOF_NP "$work/served.err" $COMP_ARGS $comp_env -x XCOLL_LOG=info "$TEST" \
             > "$work/served.out"; then
@@ -241,7 +262,9 @@ if [ "$have_component" = yes ]; then
         fail "component with XCOLL_LOG=info"
         tail -5 "$work/served.err"
     fi
+fi
 
+if [ "$have_component" = yes ] && part params; then
     # Only the component path, default priority: the one flag a user adds.
     # shellcheck disable=SC2086
     if launch_logged 2 "$work/default.err" --mca mca_base_component_path "$COMPONENT_PATH" $comp_env \
@@ -293,7 +316,7 @@ if [ "$have_component" = yes ]; then
     fi
 fi
 
-if [ "$have_pmpi" = yes ]; then
+if [ "$have_pmpi" = yes ] && part served; then
     if launch_logged $PROOF_NP "$work/pserved.err" -x LD_PRELOAD="$pmpi_preload" -x XCOLL_LOG=info \
             "$TEST" > "$work/pserved.out"; then
         ok=yes
@@ -311,6 +334,9 @@ if [ "$have_pmpi" = yes ]; then
         fail "PMPI library with XCOLL_LOG=info"
         tail -5 "$work/pserved.err"
     fi
+fi
+
+if [ "$have_pmpi" = yes ] && part params; then
     # XCOLL_MPI_COLLS=blocking: the nonblocking forms go to MPI, same results.
     if launch_logged 3 "$work/pblocking.err" -x LD_PRELOAD="$pmpi_preload" -x XCOLL_LOG=info \
             -x XCOLL_MPI_COLLS=blocking "$TEST" --quick > "$work/pblocking.out"; then
@@ -338,7 +364,7 @@ fi
 # --- the built-in drop-in rules ---------------------------------------------------------
 # lib/mpi/dropin.tune gives the sizes where Open MPI was measured faster
 # back to it: results must not change, and the log must say why.
-if [ -s "${top_srcdir:-$top_builddir/..}/lib/mpi/dropin.tune" ] &&
+if part rules && [ -s "${top_srcdir:-$top_builddir/..}/lib/mpi/dropin.tune" ] &&
         grep -q ':mpi' "${top_srcdir:-$top_builddir/..}/lib/mpi/dropin.tune" &&
         plain_at $PROOF_NP; then
     for mode in component pmpi; do
@@ -372,7 +398,9 @@ MPICH_TEST=${DROPIN_TEST_MPICH:-$top_builddir/test/dropin/dropin_test_mpich}
 MPICH_PMPI_LIB=${XCOLL_MPICH_PMPI_LIB:-$top_builddir/lib/mpi/.libs/libxcoll_mpich.so}
 MPICH_NPS=${DROPIN_MPICH_NPS:-"1 2"}
 MPICH_QUICK_NPS=${DROPIN_MPICH_QUICK_NPS:-"3 4"}
-if [ -z "${MPICH_MPIEXEC:-}" ] || [ ! -x "$MPICH_TEST" ] || [ ! -f "$MPICH_PMPI_LIB" ]; then
+if ! part mpich; then
+    : # not asked for
+elif [ -z "${MPICH_MPIEXEC:-}" ] || [ ! -x "$MPICH_TEST" ] || [ ! -f "$MPICH_PMPI_LIB" ]; then
     echo "SKIP: MPICH comparison skipped: MPICH not installed (no libxcoll_mpich built; see configure --with-mpich-cc)"
 else
     mpich_preload=$(with_preload "$MPICH_PMPI_LIB")
