@@ -164,7 +164,8 @@ XC_FOREACH_FLOAT_DTYPE(DEFINE_REDUCE_FLOAT)
  * a vector: converted, combined and converted back in registers. The
  * conversions give the bits of xc_f16_to_f32 and xc_f32_to_f16 for every
  * input (compared exhaustively: all 2^16 halves, all 2^32 floats, rounding
- * to nearest even as vcvtps2ph is told to), and each vector operation
+ * to nearest even as vcvtps2ph is told to, with and without FTZ and DAZ
+ * in MXCSR), and each vector operation
  * below is its float32 function's (xc_min_f32's NaN and signed-zero rules
  * as masks), so results are the portable loop's bit for bit; the portable
  * conversions vectorise into ~30 instructions a vector. A vector is read
