@@ -161,15 +161,19 @@ XC_FOREACH_FLOAT_DTYPE(DEFINE_REDUCE_FLOAT)
 
 #ifdef XC_F16C_PATH
 /* float16 through the CPU's own conversions (F16C, with AVX2), 8 elements
- * a vector: converted, combined and converted back in registers. The
+ * a vector: converted, combined and converted back in registers; the
+ * portable conversions vectorise into ~30 instructions a vector. The
  * conversions give the bits of xc_f16_to_f32 and xc_f32_to_f16 for every
  * input (compared exhaustively: all 2^16 halves, all 2^32 floats, rounding
- * to nearest even as vcvtps2ph is told to, with and without FTZ and DAZ
- * in MXCSR), and each vector operation
- * below is its float32 function's (xc_min_f32's NaN and signed-zero rules
- * as masks), so results are the portable loop's bit for bit; the portable
- * conversions vectorise into ~30 instructions a vector. A vector is read
- * whole before it is written: dst may be a or b. */
+ * to nearest even as vcvtps2ph is told to, with and without FTZ and DAZ in
+ * MXCSR), and each vector operation below is its float32 function's
+ * (xc_min_f32's NaN and signed-zero rules as masks), so results are the
+ * portable loop's bit for bit, with two exceptions that neither loop
+ * defines either: which payload survives NaN + NaN (the compiler orders
+ * the operands in both), and a rounding mode other than the default (the
+ * portable conversions round subnormal halves by MXCSR, these never; the
+ * CUDA kernels, too, round to nearest). A vector is read whole before it
+ * is written: dst may be a or b. */
 #define XC_F16_RNE _MM_FROUND_TO_NEAREST_INT
 
 __attribute__((target("avx2,f16c"))) static inline __m256 f16_get(const uint16_t *p)
@@ -186,8 +190,9 @@ __attribute__((target("avx2,f16c"))) static inline void f16_put(uint16_t *p, __m
  * (AND) of the two where they are equal, else b */
 __attribute__((target("avx2,f16c"))) static inline __m256 f16_minmax(__m256 a, __m256 b, int max)
 {
-    __m256 first = _mm256_or_ps(_mm256_cmp_ps(a, b, max ? _CMP_GT_OQ : _CMP_LT_OQ),
-                                _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+    /* the predicate must be a literal: at -O0 the intrinsic is a macro */
+    __m256 wins = max ? _mm256_cmp_ps(a, b, _CMP_GT_OQ) : _mm256_cmp_ps(a, b, _CMP_LT_OQ);
+    __m256 first = _mm256_or_ps(wins, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
     __m256 both = max ? _mm256_and_ps(a, b) : _mm256_or_ps(a, b);
     __m256 r = _mm256_blendv_ps(b, both, _mm256_cmp_ps(a, b, _CMP_EQ_OQ));
     return _mm256_blendv_ps(r, a, first);
