@@ -52,11 +52,20 @@ void xc_receive_and_reduce(xc_sched_t *s, int P, int me, const xc_ref_t *in, int
                            size_t bytes, xc_ref_t dst, int after)
 {
     int k, last;
-    for (k = 1; k < P; k++) {
-        const int from = from_peer(me, P, k);
-        got[from] = xc_recv(s, from, in[from], bytes, XC_NODEPS);
+    if (P == 2) {
+        /* one input to come: reduced as it arrives, in rank order (a
+         * transport that can reads it piece by piece into the reduction,
+         * lib/shm; one that cannot lands it in its slot first), instead of
+         * landed whole, then read again */
+        last = xc_recv_reduce_ordered(s, 1 - me, in[1 - me], in[me], dst, bytes, me == 0,
+                                      XC_DEPS(got[me], after));
+    } else {
+        for (k = 1; k < P; k++) {
+            const int from = from_peer(me, P, k);
+            got[from] = xc_recv(s, from, in[from], bytes, XC_NODEPS);
+        }
+        last = reduce_rank_order(s, in, got, P, dst, bytes, after);
     }
-    last = reduce_rank_order(s, in, got, P, dst, bytes, after);
     if (s->op == XCOLL_AVG)
         xc_divide_local(s, dst, bytes, XC_DEPS(last));
 }
