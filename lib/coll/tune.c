@@ -40,15 +40,16 @@ const char xc_tune_defaults[] =
     "bcast:0-1m:binomial,1m-inf:chain|binomial\n"
     "bcast@5-8:8k-256k:linear|binomial,256k-4m:binomial,4m-inf:linear|binomial\n"
     "reduce:0-inf:binomial\n"
-    "reduce@2:0-inf:linear|binomial\n"
+    "reduce@2/2:0-inf:linear|binomial\n"
     "allgather:0-4k:recdbl|ring,4k-16k:ring,16k-inf:recdbl|ring\n"
     "allgather@2-8:0-inf:direct|ring\n"
     "reduce_scatter:0-8k:rechalving|ring,8k-inf:ring\n"
     "reduce_scatter@5-inf:8k-256k:rechalving|ring\n"
     "reduce_scatter@3-8:0-1m:direct|rechalving\n"
     "alltoall:0-1k:bruck|pairwise,1k-inf:pairwise\n"
-    /* one node only (per node = ranks): across nodes bruck stays */
-    "alltoall@2/2:0-1k:pairwise|bruck\n"
+    /* 2 ranks anywhere (one message each way, whatever the algorithm);
+     * more only on one node (per node = ranks) */
+    "alltoall@2:0-1k:pairwise|bruck\n"
     "alltoall@3/3:0-1k:pairwise|bruck\n"
     "alltoall@4/4:0-1k:pairwise|bruck\n"
     "alltoall@5/5:0-1k:pairwise|bruck\n"

@@ -159,7 +159,7 @@ inside_two() {
             pass "dropin.2x2: run_dropin_tests.sh at 4 ranks on 2 nodes ($(grep -c '^PASS' "$logdir/dropin.out") checks, $(($(date +%s) - start)) s)"
         else
             fail "dropin.2x2: run_dropin_tests.sh at 4 ranks on 2 nodes:"
-            grep -m 20 "FAIL" "$logdir/dropin.out"
+            grep -m 20 "FAIL\|SKIP" "$logdir/dropin.out"
         fi
     fi
 }

@@ -9,7 +9,7 @@
 #   MPIRUN, MPIRUN_FLAGS     launcher (default: mpirun --allow-run-as-root --oversubscribe)
 #   top_builddir             build tree (default: .)
 #   DROPIN_NPS               rank counts (default: 1 2 3 4 5 6 7 8)
-#   DROPIN_PARTS             which checks (default: all of them): results (identical
+#   DROPIN_PARTS             which checks (unset or empty: all): results (identical
 #                            output at DROPIN_NPS), served (the logs name every form),
 #                            params (MCA parameters, XCOLL_MPI_COLLS, linked in),
 #                            rules (the built-in drop-in rules), mpich

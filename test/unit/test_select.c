@@ -83,12 +83,13 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_ALLTOALL, 4, 4, 512, "pairwise"},
         {XC_COLL_ALLTOALL, 2, 2, 8, "pairwise"},
         {XC_COLL_ALLTOALL, 4, 2, 512, "bruck"},       /* 2 nodes x 2 */
-        {XC_COLL_ALLTOALL, 2, 1, 512, "bruck"},       /* 2 nodes x 1 */
+        {XC_COLL_ALLTOALL, 2, 1, 512, "pairwise"},    /* 2 nodes x 1 */
         {XC_COLL_ALLTOALL, 8, 5, 512, "bruck"},       /* 5 + 3 */
         {XC_COLL_ALLTOALL, 16, 16, 512, "bruck"},     /* not measured */
         {XC_COLL_ALLGATHER, 2, 2, 8, "direct"},
         {XC_COLL_ALLGATHER, 2, 2, 1 << 20, "direct"},
         {XC_COLL_REDUCE, 2, 2, 1 << 20, "linear"},
+        {XC_COLL_REDUCE, 2, 1, 1 << 20, "binomial"},  /* 2 nodes x 1 */
         {XC_COLL_REDUCE, 3, 3, 1 << 20, "binomial"},
     };
     size_t i;
