@@ -79,7 +79,8 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_ALLTOALL, 8, 2, 16384, "bruck"},
         {XC_COLL_ALLTOALL, 8, 8, 16384, "pairwise"},
         {XC_COLL_ALLTOALL, 8, 2, 65536, "pairwise"},
-        /* small alltoall: pairwise within a node (2-8 ranks), bruck across */
+        /* small alltoall: pairwise at 2 ranks anywhere and on one node of 3-8,
+         * bruck across nodes */
         {XC_COLL_ALLTOALL, 4, 4, 512, "pairwise"},
         {XC_COLL_ALLTOALL, 2, 2, 8, "pairwise"},
         {XC_COLL_ALLTOALL, 4, 2, 512, "bruck"},       /* 2 nodes x 2 */
