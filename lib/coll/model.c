@@ -52,6 +52,13 @@ int xc_model_parse_link(const char *text, xc_link_cost_t *out)
 
 /* ------------------------------------------------------------ the ranks */
 
+/* A hint: what the simulation will touch next, while it does this. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
 /* A message step's state while it waits for its other end (receives
  * only: the send side finds the receive and writes here). */
 enum { M_IDLE = 0, M_POSTED, M_SEND_WAITING, M_LANDED_EARLY };
@@ -67,21 +74,42 @@ typedef struct {
     uint8_t state;      /* M_* */
 } mstep_t;
 
+/* A rank's steps come in blocks of XC_MB_STEPS, each with the consumer
+ * lists of its steps (sched.h's, offsets made relative to the block),
+ * and block b of every rank lies next to block b of the others: the
+ * ranks of most schedules advance through their steps together, so what
+ * a simulation touches at one time is a few MB, not the whole schedule
+ * spread over GBs (at 4096 ranks one step in the rank-by-rank layout was
+ * a cache and TLB miss each time). */
+#define XC_MB_SHIFT 6
+#define XC_MB_STEPS (1u << XC_MB_SHIFT)
+
 typedef struct {
-    mstep_t *st;
-    uint32_t *cons_first, *cons; /* the schedule's consumers (sched.h) */
+    mstep_t st[XC_MB_STEPS];
+    uint32_t cfirst[XC_MB_STEPS + 1]; /* step k's consumers: cons[cfirst[k] .. cfirst[k+1]) */
+    uint32_t cons[];
+} mblock_t;
+
+typedef struct {
+    mblock_t **blk;
     /* the receives grouped by sender: rpeer[j] (ascending) sends the
      * receives at recvs[rfirst[j] ...], in slot order */
     uint32_t *rpeer, *rfirst, *recvs;
+    /* where many peers send, by sender: the one receive's step with
+     * PIDX_ONE set where it sends one message, else rpeer's index
+     * (UINT32_MAX: none): one load instead of a binary search and two
+     * more; NULL where few send */
+    uint32_t *pidx;
     uint32_t nsteps, npeers;
     double done;
 } mrank_t;
 
-/* What a core has free from when: its CPU, and the ways out of and into
- * its memory. A core per rank unless the ranks share params.cores. */
-typedef struct {
-    double cpu, out, in;
-} mcore_t;
+#define PIDX_ONE 0x80000000u
+
+static mstep_t *step_of(const mrank_t *r, uint32_t i)
+{
+    return &r->blk[i >> XC_MB_SHIFT]->st[i & (XC_MB_STEPS - 1)];
+}
 
 /* ------------------------------------------------------------ the events */
 
@@ -91,7 +119,9 @@ typedef struct {
     double t;
     uint64_t seq;       /* ties go first come first served */
     uint32_t rank, step;
-    uint32_t type;
+    uint16_t type;
+    uint16_t pad;
+    uint32_t queue;     /* 0, or 1 + the id of the resource that ordered it */
 } event_t;
 
 typedef struct {
@@ -100,15 +130,40 @@ typedef struct {
     uint64_t seq;
 } heap_t;
 
+/* A resource (a core's CPU, its way out of or into its memory, a node's
+ * NIC out or in) is taken first come first served: it is free from t on.
+ * A step that took it ends when it is free again, and that time only
+ * grows, so the events it orders come in (t, seq) order already: they wait
+ * here, only the first in the heap. The heap holds an event or so per
+ * resource instead of every step a rank has ready (all of Bruck's
+ * copies), and the events keep their order. */
+typedef struct {
+    double t;
+    event_t *v;         /* behind the one in the heap: v[head .. n) */
+    uint32_t head, n, cap;
+    uint32_t heading;   /* one of its events is in the heap */
+    uint32_t id;        /* its events name it so (resource_at) */
+} resource_t;
+
+/* A core per rank unless the ranks share params.cores. */
+enum { R_CPU, R_OUT, R_IN, R_CORE };
+typedef struct {
+    resource_t r[R_CORE];
+} mcore_t;
+
+enum { R_NIC_OUT, R_NIC_IN, R_NIC };
+typedef struct {
+    resource_t r[R_NIC];
+} mnic_t;
+
 static int ev_before(const event_t *a, const event_t *b)
 {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-static int heap_push(heap_t *h, double t, uint32_t rank, uint32_t step, uint32_t type)
+static int heap_push(heap_t *h, event_t e)
 {
     size_t i;
-    event_t e;
     if (h->n == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 1024;
         event_t *v = realloc(h->v, cap * sizeof(*v));
@@ -117,11 +172,6 @@ static int heap_push(heap_t *h, double t, uint32_t rank, uint32_t step, uint32_t
         h->v = v;
         h->cap = cap;
     }
-    e.t = t;
-    e.seq = h->seq++;
-    e.rank = rank;
-    e.step = step;
-    e.type = type;
     for (i = h->n++; i > 0; i = (i - 1) / 4) {
         if (!ev_before(&e, &h->v[(i - 1) / 4]))
             break;
@@ -159,7 +209,8 @@ typedef struct {
     int P;
     mrank_t *r;
     mcore_t *core;             /* per rank, or params.cores of them */
-    double *nic_out, *nic_in;  /* per node */
+    mnic_t *nic;               /* per node */
+    uint32_t ncores, nnodes;
     heap_t h;
     xc_model_result_t *res;
     int failed;                /* a send without its receive, or sizes that differ */
@@ -178,11 +229,86 @@ static mcore_t *core_of(const sim_t *s, uint32_t rank)
     return &s->core[s->p->cores > 0 ? rank % (uint32_t)s->p->cores : rank];
 }
 
+/* Events name their resource by number: the cores' three each, then the
+ * nodes' two each. */
+static resource_t *resource_at(const sim_t *s, uint32_t id)
+{
+    if (id < R_CORE * s->ncores)
+        return &s->core[id / R_CORE].r[id % R_CORE];
+    id -= R_CORE * s->ncores;
+    return &s->nic[id / R_NIC].r[id % R_NIC];
+}
+
+static void out_of_memory(sim_t *s)
+{
+    if (!s->oom)
+        xc_error("model: out of memory for events");
+    s->oom = 1;
+}
+
+static event_t make_event(sim_t *s, double t, uint32_t rank, uint32_t step, uint32_t type)
+{
+    event_t e;
+    e.t = t;
+    e.seq = s->h.seq++;
+    e.rank = rank;
+    e.step = step;
+    e.type = (uint16_t)type;
+    e.pad = 0;
+    e.queue = 0;
+    return e;
+}
+
+/* An event at a time no resource orders. */
 static void push(sim_t *s, double t, uint32_t rank, uint32_t step, uint32_t type)
 {
-    if (heap_push(&s->h, t, rank, step, type) != 0 && !s->oom) {
-        xc_error("model: out of memory for events");
-        s->oom = 1;
+    if (heap_push(&s->h, make_event(s, t, rank, step, type)) != 0)
+        out_of_memory(s);
+}
+
+/* An event when resource r is free again: its events' times only grow. */
+static void qpush(sim_t *s, resource_t *r, uint32_t rank, uint32_t step, uint32_t type)
+{
+    event_t e = make_event(s, r->t, rank, step, type);
+    e.queue = r->id + 1;
+    if (!r->heading) { /* the usual case: nothing else waits for it */
+        r->heading = 1;
+        if (heap_push(&s->h, e) != 0)
+            out_of_memory(s);
+        return;
+    }
+    if (r->n == r->cap) {
+        if (r->head > r->n / 2) { /* the consumed half makes room */
+            memmove(r->v, r->v + r->head, (size_t)(r->n - r->head) * sizeof(event_t));
+            r->n -= r->head;
+            r->head = 0;
+        } else {
+            uint32_t cap = r->cap ? r->cap * 2 : 16;
+            event_t *v = cap > r->cap ? realloc(r->v, (size_t)cap * sizeof(*v)) : NULL;
+            if (v == NULL) {
+                out_of_memory(s);
+                return;
+            }
+            r->v = v;
+            r->cap = cap;
+        }
+    }
+    r->v[r->n++] = e;
+}
+
+/* Resource r's event has left the heap: its next one enters it. */
+static void qnext(sim_t *s, resource_t *r)
+{
+    /* read back when this one leaves the heap in turn: a line per
+     * resource stays in cache, the rest would not */
+    if (r->head + 2 < r->n)
+        PREFETCH(r->v + r->head + 2);
+    if (r->head < r->n) {
+        if (heap_push(&s->h, r->v[r->head++]) != 0)
+            out_of_memory(s);
+    } else {
+        r->head = r->n = 0;
+        r->heading = 0;
     }
 }
 
@@ -192,6 +318,14 @@ static mstep_t *matching_recv(sim_t *s, uint32_t src, uint32_t dst, uint32_t slo
 {
     const mrank_t *r = &s->r[dst];
     uint32_t lo = 0, hi = r->npeers, mid;
+    if (r->pidx != NULL) {
+        uint32_t x = r->pidx[src];
+        if (x != UINT32_MAX && (x & PIDX_ONE) && slot == 0) {
+            *idx = x & ~PIDX_ONE;
+            return step_of(r, *idx);
+        }
+        lo = hi = x != UINT32_MAX && !(x & PIDX_ONE) ? x : r->npeers;
+    }
     while (lo < hi) {
         mid = lo + (hi - lo) / 2;
         if (r->rpeer[mid] < src)
@@ -207,32 +341,31 @@ static mstep_t *matching_recv(sim_t *s, uint32_t src, uint32_t dst, uint32_t slo
         return NULL;
     }
     *idx = r->recvs[r->rfirst[lo] + slot];
-    return &r->st[*idx];
+    return step_of(r, *idx);
 }
 
-/* The message of a send from src leaves no earlier than `begin`; returns
- * when its last byte has landed at dst, having taken the ways (or NICs)
- * it crosses. *left: when the sender's way out is free again. */
+/* The message of a send from src leaves no earlier than `begin` and takes
+ * the ways (or NICs) it crosses: *out is free again when it has left,
+ * *in when it has landed (the time returned). */
 static double wire(sim_t *s, uint32_t src, uint32_t dst, uint64_t bytes, double begin,
-                   double *left)
+                   resource_t **out, resource_t **in)
 {
     int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
     const xc_link_cost_t *l = ns == nd ? &s->p->intra : &s->p->inter;
-    double *out = ns == nd ? &core_of(s, src)->out : &s->nic_out[ns];
-    double *in = ns == nd ? &core_of(s, dst)->in : &s->nic_in[nd];
     double tx = (double)bytes * l->beta, start, land;
 
+    *out = ns == nd ? &core_of(s, src)->r[R_OUT] : &s->nic[ns].r[R_NIC_OUT];
+    *in = ns == nd ? &core_of(s, dst)->r[R_IN] : &s->nic[nd].r[R_NIC_IN];
     s->res->msgs++;
     s->res->bytes += bytes;
     if (ns != nd) {
         s->res->inter_msgs++;
         s->res->inter_bytes += bytes;
     }
-    start = maxd(begin, *out);
-    *out = start + tx;
-    *left = start + tx;
-    land = maxd(start + l->alpha, *in);
-    *in = land + tx;
+    start = maxd(begin, (*out)->t);
+    (*out)->t = start + tx;
+    land = maxd(start + l->alpha, (*in)->t);
+    (*in)->t = land + tx;
     return land + tx;
 }
 
@@ -241,20 +374,21 @@ static double wire(sim_t *s, uint32_t src, uint32_t dst, uint64_t bytes, double 
 static void rendezvous(sim_t *s, uint32_t src, uint32_t si, uint32_t dst, uint32_t ri, double t)
 {
     int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
-    double alpha = ns == nd ? s->p->intra.alpha : s->p->inter.alpha, left;
-    double landed = wire(s, src, dst, s->r[src].st[si].bytes, t + alpha, &left);
-    push(s, landed, src, si, EV_DONE);
-    push(s, landed, dst, ri, EV_LANDED);
+    double alpha = ns == nd ? s->p->intra.alpha : s->p->inter.alpha;
+    resource_t *out, *in;
+    (void)wire(s, src, dst, step_of(&s->r[src], si)->bytes, t + alpha, &out, &in);
+    qpush(s, in, src, si, EV_DONE);
+    qpush(s, in, dst, ri, EV_LANDED);
 }
 
 static void start_send(sim_t *s, uint32_t rank, uint32_t i, double t)
 {
     mrank_t *r = &s->r[rank];
-    const mstep_t *st = &r->st[i];
+    const mstep_t *st = step_of(r, i);
     uint32_t dst = (uint32_t)st->peer, ri;
     mstep_t *rv = matching_recv(s, rank, dst, st->slot, &ri);
-    mcore_t *core = core_of(s, rank);
-    double begin = maxd(t, core->cpu), landed, left;
+    resource_t *cpu = &core_of(s, rank)->r[R_CPU], *out, *in;
+    double begin = maxd(t, cpu->t), landed;
 
     if (rv == NULL)
         return;
@@ -266,13 +400,16 @@ static void start_send(sim_t *s, uint32_t rank, uint32_t i, double t)
         s->failed = 1;
         return;
     }
-    core->cpu = begin + s->p->overhead;
-    begin = core->cpu;
+    cpu->t = begin + s->p->overhead;
+    begin = cpu->t;
     if (st->bytes <= XC_ACK_ABOVE_BYTES) { /* eager: it leaves now */
-        landed = wire(s, rank, dst, st->bytes, begin, &left);
-        push(s, left, rank, i, EV_DONE);
+        landed = wire(s, rank, dst, st->bytes, begin, &out, &in);
+        qpush(s, out, rank, i, EV_DONE);
         if (rv->state == M_POSTED) {
-            push(s, maxd(landed, rv->t), dst, ri, EV_LANDED);
+            if (rv->t <= landed)
+                qpush(s, in, dst, ri, EV_LANDED);
+            else
+                push(s, rv->t, dst, ri, EV_LANDED);
         } else {
             rv->state = M_LANDED_EARLY;
             rv->t = landed;
@@ -288,7 +425,7 @@ static void start_send(sim_t *s, uint32_t rank, uint32_t i, double t)
 
 static void start_recv(sim_t *s, uint32_t rank, uint32_t i, double t)
 {
-    mstep_t *st = &s->r[rank].st[i];
+    mstep_t *st = step_of(&s->r[rank], i);
     if (st->state == M_LANDED_EARLY) {
         push(s, maxd(t, st->t), rank, i, EV_LANDED);
     } else if (st->state == M_SEND_WAITING) {
@@ -302,8 +439,9 @@ static void start_recv(sim_t *s, uint32_t rank, uint32_t i, double t)
 static void start_step(sim_t *s, uint32_t rank, uint32_t i, double t)
 {
     mrank_t *r = &s->r[rank];
-    const mstep_t *st = &r->st[i];
+    const mstep_t *st = step_of(r, i);
     const xc_model_params_t *p = s->p;
+    resource_t *cpu;
     double cost = 0, begin;
 
     if (st->skip_empty && st->bytes == 0) {
@@ -328,19 +466,24 @@ static void start_step(sim_t *s, uint32_t rank, uint32_t i, double t)
     default: /* stamp, check: nothing worth modelling */
         break;
     }
-    begin = maxd(t, core_of(s, rank)->cpu);
-    core_of(s, rank)->cpu = begin + cost;
-    push(s, begin + cost, rank, i, EV_DONE);
+    cpu = &core_of(s, rank)->r[R_CPU];
+    begin = maxd(t, cpu->t);
+    cpu->t = begin + cost;
+    qpush(s, cpu, rank, i, EV_DONE);
 }
 
 static void complete_step(sim_t *s, uint32_t rank, uint32_t i, double t)
 {
     mrank_t *r = &s->r[rank];
-    uint32_t c;
+    const mblock_t *b = r->blk[i >> XC_MB_SHIFT];
+    uint32_t k = i & (XC_MB_STEPS - 1), c;
     r->done = maxd(r->done, t);
-    for (c = r->cons_first[i]; c < r->cons_first[i + 1]; c++)
-        if (--r->st[r->cons[c]].waiting == 0)
-            start_step(s, rank, r->cons[c], t);
+    /* most ranks go through their steps in order, every rank one step
+     * per round: the line after the next is fetched a round ahead */
+    PREFETCH((const char *)&b->st[k] + 128);
+    for (c = b->cfirst[k]; c < b->cfirst[k + 1]; c++)
+        if (--step_of(r, b->cons[c])->waiting == 0)
+            start_step(s, rank, b->cons[c], t);
 }
 
 /* A receive's message has landed: the receiver's CPU takes it (and
@@ -348,13 +491,13 @@ static void complete_step(sim_t *s, uint32_t rank, uint32_t i, double t)
 static void take_message(sim_t *s, uint32_t rank, uint32_t i, double t)
 {
     mrank_t *r = &s->r[rank];
-    const mstep_t *st = &r->st[i];
-    mcore_t *core = core_of(s, rank);
-    double begin = maxd(t, core->cpu), cost = s->p->overhead;
+    const mstep_t *st = step_of(r, i);
+    resource_t *cpu = &core_of(s, rank)->r[R_CPU];
+    double begin = maxd(t, cpu->t), cost = s->p->overhead;
     if (st->kind == XC_STEP_RECV_REDUCE)
         cost += (double)st->bytes * s->p->gamma;
-    core->cpu = begin + cost;
-    push(s, core->cpu, rank, i, EV_DONE);
+    cpu->t = begin + cost;
+    qpush(s, cpu, rank, i, EV_DONE);
 }
 
 /* ------------------------------------------------- building the ranks */
@@ -387,7 +530,10 @@ static void *arena_alloc(arena_t *a, size_t bytes)
         if (p == MAP_FAILED)
             return NULL;
 #ifdef MADV_HUGEPAGE
-        (void)madvise(p, cap, MADV_HUGEPAGE); /* a hint: refused is fine */
+        /* a hint (refused is fine), not for small chunks: a huge page
+         * is cleared whole on its first touch */
+        if (cap >= ((size_t)4 << 20))
+            (void)madvise(p, cap, MADV_HUGEPAGE);
 #endif
         c = p;
         c->next = a->head;
@@ -443,7 +589,13 @@ static xcoll_status_t group_recvs(mrank_t *m, const xc_sched_t *s, spare_t *sp, 
             sp->touched[n++] = (uint32_t)x->peer;
         nrecv++;
     }
-    qsort(sp->touched, n, sizeof(uint32_t), cmp_u32);
+    if ((size_t)n * 16 >= (size_t)s->size) { /* many peers: in order by a scan, not a sort */
+        for (n = 0, i = 0; i < (uint32_t)s->size; i++)
+            if (sp->count[i] != 0)
+                sp->touched[n++] = i;
+    } else {
+        qsort(sp->touched, n, sizeof(uint32_t), cmp_u32);
+    }
     m->npeers = n;
     m->rpeer = arena_alloc(ar, ((size_t)n + 1) * sizeof(uint32_t));
     m->rfirst = arena_alloc(ar, ((size_t)n + 1) * sizeof(uint32_t));
@@ -475,6 +627,20 @@ static xcoll_status_t group_recvs(mrank_t *m, const xc_sched_t *s, spare_t *sp, 
         }
         m->recvs[at[0] + x->slot] = i;
     }
+    m->pidx = NULL;
+    if (n >= 64 && n >= (uint32_t)s->size / 8) { /* never more than its receive steps take */
+        m->pidx = arena_alloc(ar, (size_t)s->size * sizeof(uint32_t));
+        if (m->pidx == NULL) {
+            for (j = 0; j < n; j++)
+                sp->count[sp->touched[j]] = 0;
+            return XCOLL_ERR_NO_MEMORY;
+        }
+        memset(m->pidx, 0xff, (size_t)s->size * sizeof(uint32_t));
+        for (j = 0; j < n; j++)
+            m->pidx[m->rpeer[j]] = m->rfirst[j + 1] - m->rfirst[j] == 1
+                                       ? PIDX_ONE | m->recvs[m->rfirst[j]]
+                                       : j;
+    }
     for (j = 0; j < n; j++)
         sp->count[sp->touched[j]] = 0;
     return XCOLL_OK;
@@ -482,32 +648,92 @@ static xcoll_status_t group_recvs(mrank_t *m, const xc_sched_t *s, spare_t *sp, 
 
 /* Moves a finished schedule into the compact form, keeps its arrays in
  * *sp and frees the rest. */
-static xcoll_status_t compact(mrank_t *m, xc_sched_t *s, spare_t *sp, arena_t *ar)
+/* Where the schedules are kept: the blocks of steps by block index (one
+ * arena each, filled rank by rank), everything else in one more. */
+typedef struct {
+    arena_t misc;
+    arena_t *reg;
+    size_t nreg;
+    int P;
+} store_t;
+
+/* The arena of block b, made for P blocks of about `bytes` each the first
+ * time: small ones stay small (a 2-rank schedule of many segments has
+ * many blocks of 2), large ones come in few mappings. */
+static arena_t *region(store_t *st, size_t b, size_t bytes)
+{
+    if (b >= st->nreg) {
+        size_t n = st->nreg ? st->nreg : 16, k;
+        arena_t *reg;
+        while (n <= b)
+            n *= 2;
+        reg = realloc(st->reg, n * sizeof(*reg));
+        if (reg == NULL)
+            return NULL;
+        for (k = st->nreg; k < n; k++) {
+            reg[k].head = NULL;
+            reg[k].next_cap = 0;
+        }
+        st->reg = reg;
+        st->nreg = n;
+    }
+    if (st->reg[b].head == NULL && st->reg[b].next_cap == 0) {
+        size_t want = (size_t)st->P * (bytes + 16) + sizeof(chunk_t) + 16;
+        size_t cap = (size_t)64 << 10;
+        while (cap < want && cap < ((size_t)64 << 20))
+            cap *= 2;
+        st->reg[b].next_cap = cap;
+    }
+    return &st->reg[b];
+}
+
+static void store_free(store_t *st)
+{
+    size_t b;
+    arena_free(&st->misc);
+    for (b = 0; b < st->nreg; b++)
+        arena_free(&st->reg[b]);
+    free(st->reg);
+}
+
+/* Moves a finished schedule into the compact form, keeps its arrays in
+ * *sp and frees the rest. */
+static xcoll_status_t compact(mrank_t *m, xc_sched_t *s, spare_t *sp, store_t *store)
 {
     xcoll_status_t rc = XCOLL_ERR_NO_MEMORY;
-    size_t ncons = s->ndeps; /* one consumer per dependency */
-    uint32_t i;
-    m->st = arena_alloc(ar, ((size_t)s->nsteps + 1) * sizeof(*m->st));
-    m->cons_first = arena_alloc(ar, ((size_t)s->nsteps + 2) * sizeof(uint32_t));
-    m->cons = arena_alloc(ar, (ncons + 1) * sizeof(uint32_t));
-    if (m->st != NULL && m->cons_first != NULL && m->cons != NULL) {
-        memcpy(m->cons_first, s->consumers_first, ((size_t)s->nsteps + 2) * sizeof(uint32_t));
-        memcpy(m->cons, s->consumers, ncons * sizeof(uint32_t));
-        rc = group_recvs(m, s, sp, ar);
-    }
-    for (i = 0; rc == XCOLL_OK && i < s->nsteps; i++) {
-        const xc_step_t *x = &s->steps[i];
-        mstep_t *c = &m->st[i];
-        c->bytes = x->bytes;
-        c->t = 0;
-        c->peer = x->peer;
-        c->slot = x->slot;
-        c->waiting = x->ndeps;
-        c->kind = x->kind;
-        c->skip_empty = (x->flags & XC_STEP_F_SKIP_EMPTY) != 0;
-        c->state = M_IDLE;
-    }
+    uint32_t nblk = (s->nsteps + XC_MB_STEPS - 1) >> XC_MB_SHIFT, b, k;
     m->nsteps = s->nsteps;
+    m->blk = arena_alloc(&store->misc, ((size_t)nblk + 1) * sizeof(*m->blk));
+    if (m->blk != NULL)
+        rc = group_recvs(m, s, sp, &store->misc);
+    for (b = 0; rc == XCOLL_OK && b < nblk; b++) {
+        uint32_t first = b << XC_MB_SHIFT;
+        uint32_t n = s->nsteps - first < XC_MB_STEPS ? s->nsteps - first : XC_MB_STEPS;
+        uint32_t c0 = s->consumers_first[first], c1 = s->consumers_first[first + n];
+        size_t bytes = sizeof(mblock_t) + (size_t)(c1 - c0) * sizeof(uint32_t);
+        arena_t *ar = region(store, b, bytes);
+        mblock_t *bk = ar != NULL ? arena_alloc(ar, bytes) : NULL;
+        if (bk == NULL) {
+            rc = XCOLL_ERR_NO_MEMORY;
+            break;
+        }
+        m->blk[b] = bk;
+        for (k = 0; k <= n; k++)
+            bk->cfirst[k] = s->consumers_first[first + k] - c0;
+        memcpy(bk->cons, s->consumers + c0, (size_t)(c1 - c0) * sizeof(uint32_t));
+        for (k = 0; k < n; k++) {
+            const xc_step_t *x = &s->steps[first + k];
+            mstep_t *c = &bk->st[k];
+            c->bytes = x->bytes;
+            c->t = 0;
+            c->peer = x->peer;
+            c->slot = x->slot;
+            c->waiting = x->ndeps;
+            c->kind = x->kind;
+            c->skip_empty = (x->flags & XC_STEP_F_SKIP_EMPTY) != 0;
+            c->state = M_IDLE;
+        }
+    }
     sp->steps = s->steps;
     sp->steps_cap = s->steps_cap;
     sp->deps = s->deps;
@@ -521,7 +747,7 @@ static xcoll_status_t compact(mrank_t *m, xc_sched_t *s, spare_t *sp, arena_t *a
 
 /* Builds rank i's schedule into s->r[i]. */
 static xcoll_status_t build_rank(sim_t *s, const xc_algo_t *algo, const xc_coll_args_t *a,
-                                 int i, spare_t *sp, arena_t *ar)
+                                 int i, spare_t *sp, store_t *store)
 {
     xc_coll_args_t ra = *a;
     xc_sched_t sch;
@@ -547,7 +773,7 @@ static xcoll_status_t build_rank(sim_t *s, const xc_algo_t *algo, const xc_coll_
         xc_sched_fini(&sch);
         return rc;
     }
-    return compact(&s->r[i], &sch, sp, ar);
+    return compact(&s->r[i], &sch, sp, store);
 }
 
 /* What the model takes: a collective with one count for every rank (the
@@ -563,7 +789,7 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
 {
     sim_t s;
     spare_t sp;
-    arena_t ar = {NULL, 0};
+    store_t store;
     xcoll_status_t rc = XCOLL_OK;
     uint64_t steps_left;
     int i, nnodes;
@@ -574,24 +800,28 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
     memset(out, 0, sizeof(*out));
     memset(&s, 0, sizeof(s));
     memset(&sp, 0, sizeof(sp));
+    memset(&store, 0, sizeof(store));
+    store.P = a->size;
     s.p = p;
     s.topo = a->topo;
     s.P = a->size;
     s.res = out;
     nnodes = a->topo != NULL ? a->topo->nnodes : 1;
     s.r = calloc((size_t)s.P, sizeof(*s.r));
-    s.core = calloc(p->cores > 0 ? (size_t)p->cores : (size_t)s.P, sizeof(*s.core));
-    s.nic_out = calloc((size_t)nnodes, sizeof(double));
-    s.nic_in = calloc((size_t)nnodes, sizeof(double));
+    s.ncores = p->cores > 0 ? (uint32_t)p->cores : (uint32_t)s.P;
+    s.nnodes = (uint32_t)nnodes;
+    s.core = calloc(s.ncores, sizeof(*s.core));
+    s.nic = calloc((size_t)nnodes, sizeof(*s.nic));
     sp.count = calloc((size_t)s.P, sizeof(uint32_t));
     sp.touched = malloc((size_t)s.P * sizeof(uint32_t));
-    if (s.r == NULL || s.core == NULL || s.nic_out == NULL || s.nic_in == NULL || sp.count == NULL ||
-        sp.touched == NULL) {
+    if (s.r == NULL || s.core == NULL || s.nic == NULL || sp.count == NULL || sp.touched == NULL) {
         rc = XCOLL_ERR_NO_MEMORY;
         goto out;
     }
+    for (k = 0; k < R_CORE * s.ncores + R_NIC * s.nnodes; k++)
+        resource_at(&s, k)->id = k;
     for (i = 0; i < s.P && rc == XCOLL_OK; i++) {
-        rc = build_rank(&s, algo, a, i, &sp, &ar);
+        rc = build_rank(&s, algo, a, i, &sp, &store);
         out->steps += s.r[i].nsteps;
         if (rc == XCOLL_OK && out->steps > XC_MODEL_MAX_STEPS) {
             xc_error("model: %s on %d ranks needs more than %llu steps (the model's limit, "
@@ -609,10 +839,19 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
     steps_left = out->steps;
     for (i = 0; i < s.P; i++)
         for (k = 0; k < s.r[i].nsteps; k++)
-            if (s.r[i].st[k].waiting == 0)
+            if (step_of(&s.r[i], k)->waiting == 0)
                 start_step(&s, (uint32_t)i, k, 0.0);
     while (s.h.n > 0 && !s.failed && !s.oom) {
         event_t e = heap_pop(&s.h);
+        if (e.queue != 0)
+            qnext(&s, resource_at(&s, e.queue - 1));
+        if (s.h.n > 0) {
+            /* the next event's step, while this one is handled */
+            uint32_t ns = s.h.v[0].step;
+            const mblock_t *nb = s.r[s.h.v[0].rank].blk[ns >> XC_MB_SHIFT];
+            PREFETCH(&nb->st[ns & (XC_MB_STEPS - 1)]);
+            PREFETCH(&nb->cfirst[ns & (XC_MB_STEPS - 1)]);
+        }
         if (e.type == EV_LANDED) {
             take_message(&s, e.rank, e.step, e.t);
         } else {
@@ -641,11 +880,14 @@ out:
     free(sp.deps);
     free(sp.count);
     free(sp.touched);
-    arena_free(&ar);
+    store_free(&store);
     free(s.r);
+    for (k = 0; s.core != NULL && k < R_CORE * s.ncores; k++)
+        free(s.core[k / R_CORE].r[k % R_CORE].v);
+    for (k = 0; s.nic != NULL && k < R_NIC * s.nnodes; k++)
+        free(s.nic[k / R_NIC].r[k % R_NIC].v);
     free(s.core);
-    free(s.nic_out);
-    free(s.nic_in);
+    free(s.nic);
     free(s.h.v);
     return rc;
 }

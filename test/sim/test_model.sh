@@ -6,8 +6,8 @@
 # its chart and its usage errors. XCOLL_TEST_QUICK=1 (sanitizer builds,
 # distcheck): the selection check to 256 ranks and the counts at 256 ranks;
 # otherwise the selection check to 4096 ranks and the counts at 1024 (at
-# 4096 they take 4 minutes and 3 GB: `test_sim --scale 4096` by hand,
-# docs/SCALING.md).
+# 4096 they take about 2 minutes and 3.3 GB: `test_sim --scale 4096` by
+# hand, docs/SCALING.md).
 b="${builddir:-.}"
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
