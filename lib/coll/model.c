@@ -2,8 +2,8 @@
  * modelled cluster. One pass, in time order: a step that becomes ready
  * takes the resources it needs (its core's CPU, the ways out and in, the
  * NICs) first come first served, and its completion is an event. Steps
- * are kept compact (32 bytes, in huge-page arenas) so 4096 ranks of a ring
- * fit in memory. */
+ * are kept compact (32 bytes, in blocks laid out block index first, in
+ * large mappings) so 4096 ranks of a ring fit in memory and in cache. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,9 +502,10 @@ static void take_message(sim_t *s, uint32_t rank, uint32_t i, double t)
 
 /* ------------------------------------------------- building the ranks */
 
-/* Where the compact schedules live: big mappings, huge pages where the
- * kernel gives them, freed at once. At thousands of ranks, faulting in
- * fresh 4 KiB pages per rank cost a quarter of a simulation. */
+/* Where the compact schedules live: mappings freed at once, huge pages
+ * where the kernel gives them for the large ones. At thousands of ranks,
+ * faulting in fresh 4 KiB pages per rank cost a quarter of a
+ * simulation. */
 typedef struct chunk {
     struct chunk *next;
     size_t used, cap;
@@ -646,8 +647,6 @@ static xcoll_status_t group_recvs(mrank_t *m, const xc_sched_t *s, spare_t *sp, 
     return XCOLL_OK;
 }
 
-/* Moves a finished schedule into the compact form, keeps its arrays in
- * *sp and frees the rest. */
 /* Where the schedules are kept: the blocks of steps by block index (one
  * arena each, filled rank by rank), everything else in one more. */
 typedef struct {
@@ -778,6 +777,15 @@ static xcoll_status_t build_rank(sim_t *s, const xc_algo_t *algo, const xc_coll_
 
 /* What the model takes: a collective with one count for every rank (the
  * v-variants' counts are not modelled) and a topology of its size. */
+static int cost_ok(double c) { return c >= 0 && isfinite(c); }
+
+static int params_ok(const xc_model_params_t *p)
+{
+    return p != NULL && cost_ok(p->intra.alpha) && cost_ok(p->intra.beta) &&
+           cost_ok(p->inter.alpha) && cost_ok(p->inter.beta) && cost_ok(p->overhead) &&
+           cost_ok(p->gamma) && cost_ok(p->copy) && p->cores >= 0;
+}
+
 static int args_ok(const xc_coll_args_t *a)
 {
     return a != NULL && a->size >= 1 && a->coll < XC_COLL_COUNT && !xc_coll_is_vector(a->coll) &&
@@ -795,7 +803,7 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
     int i, nnodes;
     uint32_t k;
 
-    if (algo == NULL || !args_ok(a) || p == NULL || out == NULL)
+    if (algo == NULL || !args_ok(a) || !params_ok(p) || out == NULL)
         return XCOLL_ERR_INVALID_ARG;
     memset(out, 0, sizeof(*out));
     memset(&s, 0, sizeof(s));
@@ -971,7 +979,8 @@ xcoll_status_t xc_model_compare(const xc_coll_args_t *a, const xc_model_params_t
     size_t i, k = 0;
     int pass;
 
-    if (!args_ok(a) || p == NULL || out == NULL || n == NULL || picked == NULL || best == NULL)
+    if (!args_ok(a) || !params_ok(p) || out == NULL || n == NULL || picked == NULL ||
+        best == NULL)
         return XCOLL_ERR_INVALID_ARG;
     *n = 0;
     *picked = *best = NULL;

@@ -33,6 +33,9 @@ typedef struct {
     double beta;   /* seconds per byte */
 } xc_link_cost_t;
 
+/* Every cost is finite and >= 0 (xc_model_run says XCOLL_ERR_INVALID_ARG
+ * otherwise): a resource is then never free earlier than it was, which
+ * the simulation's order of events rests on. */
 typedef struct {
     xc_link_cost_t intra, inter;
     double overhead;  /* CPU seconds per message, at each end */
@@ -66,7 +69,8 @@ typedef struct {
  * (on any rank), XCOLL_ERR_NO_MEMORY (also beyond XC_MODEL_MAX_STEPS,
  * logged), XCOLL_ERR_INTERNAL when the schedules do not complete or do not
  * agree (a send without its receive, or of another size: a builder's bug,
- * logged), XCOLL_ERR_INVALID_ARG. */
+ * logged), XCOLL_ERR_INVALID_ARG (also for a cost that is negative or not
+ * finite, or cores < 0). */
 xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
                             const xc_model_params_t *p, xc_model_result_t *out);
 

@@ -152,6 +152,39 @@ static void run_sharing(void)
           cpu1 / cpu2);
 }
 
+/* Costs the model cannot run: one that is negative or not finite would
+ * free a resource before it was taken, and the order of events rests on
+ * that never happening. Refused, not simulated. */
+static void run_bad_params(void)
+{
+    static const char *what[] = {"gamma -1", "copy NaN", "inter beta inf", "overhead -0.1 us",
+                                 "intra alpha -1 us", "cores -1"};
+    size_t i;
+    for (i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
+        xc_model_params_t p = bare();
+        xc_coll_args_t a;
+        xc_model_result_t r;
+        xcoll_status_t rc;
+        switch (i) {
+        case 0: p.gamma = -1; break;
+        case 1: p.copy = NAN; break;
+        case 2: p.inter.beta = INFINITY; break;
+        case 3: p.overhead = -0.1e-6; break;
+        case 4: p.intra.alpha = -1e-6; break;
+        default: p.cores = -1; break;
+        }
+        memset(&a, 0, sizeof(a));
+        a.coll = XC_COLL_ALLREDUCE;
+        a.size = 8;
+        a.dtype = XCOLL_FLOAT32;
+        a.count = 1024;
+        a.op = XCOLL_SUM;
+        rc = xc_model_run(algo(XC_COLL_ALLREDUCE, "ring"), &a, &p, &r);
+        check(rc == XCOLL_ERR_INVALID_ARG, "params: %s refused (%s)", what[i],
+              xcoll_strerror(rc));
+    }
+}
+
 /* ------------------------------------------------------- selection at scale */
 
 typedef struct {
@@ -279,8 +312,10 @@ int main(int argc, char **argv)
     xc_log_init();
     if (only == NULL || !strcmp(only, "formulas"))
         run_formulas();
-    if (only == NULL || !strcmp(only, "sharing"))
+    if (only == NULL || !strcmp(only, "sharing")) {
         run_sharing();
+        run_bad_params();
+    }
     if (only == NULL || !strcmp(only, "select"))
         run_select(quick);
     printf("test_model: %lu passed, %lu failed\n", n_pass, n_fail);
