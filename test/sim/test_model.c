@@ -133,6 +133,23 @@ static void run_sharing(void)
     /* one rank a node: nothing shared, one rendezvous transfer */
     check(close_to(one, 2 * p.inter.alpha + (double)b * p.inter.beta),
           "sharing: one rank a node is one transfer (%.1f us)", one * 1e6);
+    /* a rendezvous send ends when its data has landed, not when it left:
+     * the root of a 2-rank linear bcast is done no sooner than its peer */
+    {
+        xc_coll_args_t a;
+        xc_model_result_t r;
+        xcoll_status_t rc;
+        memset(&a, 0, sizeof(a));
+        a.coll = XC_COLL_BCAST;
+        a.size = 2;
+        a.dtype = XCOLL_FLOAT32;
+        a.count = b / 4;
+        rc = xc_model_run(algo(XC_COLL_BCAST, "linear"), &a, &p, &r);
+        check(rc == XCOLL_OK && close_to(r.first_done, r.time) &&
+                  close_to(r.time, 2 * p.intra.alpha + (double)b * p.intra.beta),
+              "sharing: a rendezvous send ends when it has landed (root %.2f us, peer %.2f us)",
+              r.first_done * 1e6, r.time * 1e6);
+    }
 
     /* a reduction's cost is CPU time: twice gamma, about twice the time
      * of recdbl at a size where reductions dominate */
