@@ -161,8 +161,11 @@ static void test_threads(int nthreads, int iters)
 /* 3. xcoll_request_notify: every callback exactly once, in the order the
  * requests finish, not the order they were posted; at once for a request
  * already finished; a second registration refused. Rank 0 posts a receive
- * from rank 1 that rank 1 sends only after a barrier rank 0 must enter
- * first: a callback delivered in posting order would never let it. */
+ * from rank 1, then a barrier; rank 1 sends only when rank 0 tells it
+ * (over MPI) that the barrier's callback ran: a callback delivered in
+ * posting order would never let it (30 s, then a failure). Rank 1 leaving
+ * its barrier is not enough: rank 0 may take rank 1's message before the
+ * barrier's last one, which arrives by another way (seen under ASan). */
 static pthread_mutex_t note_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t note_cv = PTHREAD_COND_INITIALIZER;
 static int notes[3], note_order[3], nnotes;
@@ -194,7 +197,7 @@ static int wait_notes(int n)
 
 static void test_notify(xcoll_comm_t comm)
 {
-    int v = 0, w = 0, bad = 0;
+    int v = 0, w = 0, bad = 0, go = 1;
     xcoll_request_t rr = NULL, rs = NULL, rb = NULL;
     if (tc.size < 2) {
         /* a one-rank barrier finishes while it is posted */
@@ -211,6 +214,8 @@ static void test_notify(xcoll_comm_t comm)
         TC_EXPECT(XCOLL_OK, xcoll_request_notify(rb, note, (void *)(intptr_t)1));
         TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_request_notify(rb, note, (void *)(intptr_t)2));
         /* no xcoll call until both are noted: the thread finishes them */
+        bad += !wait_notes(1) || note_order[0] != 1;
+        TC_MPI(MPI_Send(&go, 1, MPI_INT, 1, 77, MPI_COMM_WORLD));
         bad += !wait_notes(2);
         bad += note_order[0] != 1 || note_order[1] != 0 || notes[0] != 1 || notes[1] != 1 ||
                notes[2] != 0;
@@ -220,6 +225,7 @@ static void test_notify(xcoll_comm_t comm)
     } else {
         TC_EXPECT(XCOLL_OK, xcoll_barrier(comm));
         if (tc.rank == 1) {
+            TC_MPI(MPI_Recv(&go, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             w = 4242;
             TC_EXPECT(XCOLL_OK, xcoll_isend(&w, 1, XCOLL_INT32, 0, 5, comm, NULL, &rs));
             TC_EXPECT(XCOLL_OK, xcoll_request_notify(rs, note, (void *)(intptr_t)0));
