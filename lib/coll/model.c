@@ -239,6 +239,8 @@ static resource_t *resource_at(const sim_t *s, uint32_t id)
     return &s->nic[id / R_NIC].r[id % R_NIC];
 }
 
+static uint32_t n_resources(const sim_t *s) { return R_CORE * s->ncores + R_NIC * s->nnodes; }
+
 static void out_of_memory(sim_t *s)
 {
     if (!s->oom)
@@ -574,6 +576,14 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* count[] back to zero for the next rank: only the n peers touched. */
+static void forget_counts(spare_t *sp, uint32_t n)
+{
+    uint32_t j;
+    for (j = 0; j < n; j++)
+        sp->count[sp->touched[j]] = 0;
+}
+
 static int is_recv(uint8_t kind) { return kind == XC_STEP_RECV || kind == XC_STEP_RECV_REDUCE; }
 
 /* Groups rank m's receives by sender, in slot order (a rank's k-th
@@ -602,8 +612,7 @@ static xcoll_status_t group_recvs(mrank_t *m, const xc_sched_t *s, spare_t *sp, 
     m->rfirst = arena_alloc(ar, ((size_t)n + 1) * sizeof(uint32_t));
     m->recvs = arena_alloc(ar, ((size_t)nrecv + 1) * sizeof(uint32_t));
     if (m->rpeer == NULL || m->rfirst == NULL || m->recvs == NULL) {
-        for (j = 0; j < n; j++)
-            sp->count[sp->touched[j]] = 0;
+        forget_counts(sp, n);
         return XCOLL_ERR_NO_MEMORY;
     }
     for (nrecv = 0, j = 0; j < n; j++) {
@@ -632,8 +641,7 @@ static xcoll_status_t group_recvs(mrank_t *m, const xc_sched_t *s, spare_t *sp, 
     if (n >= 64 && n >= (uint32_t)s->size / 8) { /* never more than its receive steps take */
         m->pidx = arena_alloc(ar, (size_t)s->size * sizeof(uint32_t));
         if (m->pidx == NULL) {
-            for (j = 0; j < n; j++)
-                sp->count[sp->touched[j]] = 0;
+            forget_counts(sp, n);
             return XCOLL_ERR_NO_MEMORY;
         }
         memset(m->pidx, 0xff, (size_t)s->size * sizeof(uint32_t));
@@ -642,8 +650,7 @@ static xcoll_status_t group_recvs(mrank_t *m, const xc_sched_t *s, spare_t *sp, 
                                        ? PIDX_ONE | m->recvs[m->rfirst[j]]
                                        : j;
     }
-    for (j = 0; j < n; j++)
-        sp->count[sp->touched[j]] = 0;
+    forget_counts(sp, n);
     return XCOLL_OK;
 }
 
@@ -826,7 +833,7 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
         rc = XCOLL_ERR_NO_MEMORY;
         goto out;
     }
-    for (k = 0; k < R_CORE * s.ncores + R_NIC * s.nnodes; k++)
+    for (k = 0; k < n_resources(&s); k++)
         resource_at(&s, k)->id = k;
     for (i = 0; i < s.P && rc == XCOLL_OK; i++) {
         rc = build_rank(&s, algo, a, i, &sp, &store);
@@ -890,10 +897,8 @@ out:
     free(sp.touched);
     store_free(&store);
     free(s.r);
-    for (k = 0; s.core != NULL && k < R_CORE * s.ncores; k++)
-        free(s.core[k / R_CORE].r[k % R_CORE].v);
-    for (k = 0; s.nic != NULL && k < R_NIC * s.nnodes; k++)
-        free(s.nic[k / R_NIC].r[k % R_NIC].v);
+    for (k = 0; s.core != NULL && s.nic != NULL && k < n_resources(&s); k++)
+        free(resource_at(&s, k)->v); /* queues exist only once both do */
     free(s.core);
     free(s.nic);
     free(s.h.v);

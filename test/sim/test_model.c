@@ -35,12 +35,12 @@ static const xc_algo_t *algo(xc_coll_t coll, const char *name)
     return a;
 }
 
-/* Simulated time of one call, in seconds; -1 when it fails. */
-static double model_time(xc_coll_t coll, const char *name, int P, int rpn, size_t bytes,
-                         const xc_model_params_t *p)
+/* One call simulated: float32 sums of `bytes`, rpn ranks a node (0: one
+ * node). */
+static xcoll_status_t model_run(xc_coll_t coll, const char *name, int P, int rpn, size_t bytes,
+                                const xc_model_params_t *p, xc_model_result_t *r)
 {
     xc_coll_args_t a;
-    xc_model_result_t r;
     struct xc_topo *topo = NULL;
     xcoll_status_t rc;
     memset(&a, 0, sizeof(a));
@@ -49,12 +49,20 @@ static double model_time(xc_coll_t coll, const char *name, int P, int rpn, size_
     a.dtype = XCOLL_FLOAT32;
     a.count = bytes / 4;
     a.op = XCOLL_SUM;
-    if (rpn > 0 && xc_topo_from_ranks_per_node(P, rpn, &topo) != XCOLL_OK)
-        return -1;
+    if (rpn > 0 && (rc = xc_topo_from_ranks_per_node(P, rpn, &topo)) != XCOLL_OK)
+        return rc;
     a.topo = topo;
-    rc = xc_model_run(algo(coll, name), &a, p, &r);
+    rc = xc_model_run(algo(coll, name), &a, p, r);
     xc_topo_free(topo);
-    return rc == XCOLL_OK ? r.time : -1;
+    return rc;
+}
+
+/* Simulated time of one call, in seconds; -1 when it fails. */
+static double model_time(xc_coll_t coll, const char *name, int P, int rpn, size_t bytes,
+                         const xc_model_params_t *p)
+{
+    xc_model_result_t r;
+    return model_run(coll, name, P, rpn, bytes, p, &r) == XCOLL_OK ? r.time : -1;
 }
 
 static int close_to(double got, double want)
@@ -136,15 +144,8 @@ static void run_sharing(void)
     /* a rendezvous send ends when its data has landed, not when it left:
      * the root of a 2-rank linear bcast is done no sooner than its peer */
     {
-        xc_coll_args_t a;
         xc_model_result_t r;
-        xcoll_status_t rc;
-        memset(&a, 0, sizeof(a));
-        a.coll = XC_COLL_BCAST;
-        a.size = 2;
-        a.dtype = XCOLL_FLOAT32;
-        a.count = b / 4;
-        rc = xc_model_run(algo(XC_COLL_BCAST, "linear"), &a, &p, &r);
+        xcoll_status_t rc = model_run(XC_COLL_BCAST, "linear", 2, 0, b, &p, &r);
         check(rc == XCOLL_OK && close_to(r.first_done, r.time) &&
                   close_to(r.time, 2 * p.intra.alpha + (double)b * p.intra.beta),
               "sharing: a rendezvous send ends when it has landed (root %.2f us, peer %.2f us)",
@@ -179,7 +180,6 @@ static void run_bad_params(void)
     size_t i;
     for (i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
         xc_model_params_t p = bare();
-        xc_coll_args_t a;
         xc_model_result_t r;
         xcoll_status_t rc;
         switch (i) {
@@ -190,13 +190,7 @@ static void run_bad_params(void)
         case 4: p.intra.alpha = -1e-6; break;
         default: p.cores = -1; break;
         }
-        memset(&a, 0, sizeof(a));
-        a.coll = XC_COLL_ALLREDUCE;
-        a.size = 8;
-        a.dtype = XCOLL_FLOAT32;
-        a.count = 1024;
-        a.op = XCOLL_SUM;
-        rc = xc_model_run(algo(XC_COLL_ALLREDUCE, "ring"), &a, &p, &r);
+        rc = model_run(XC_COLL_ALLREDUCE, "ring", 8, 0, 4096, &p, &r);
         check(rc == XCOLL_ERR_INVALID_ARG, "params: %s refused (%s)", what[i],
               xcoll_strerror(rc));
     }
