@@ -14,8 +14,10 @@ more. The second candidate of a rule is the runner-up (for when the first
 declines: hier on one node, direct above 64 ranks).
 
 Usage: bench/model_rules.py [--info PATH] [--keep DIR [--no-run]] [--ranks 64,256,...]
+                             [--colls allreduce,...]
   --info: the xcoll-info binary (default build/bin/xcoll-info)
   --ranks: the rank counts (default 64,256,1024,4096)
+  --colls: only these collectives' rules (default all)
   --no-run: only the tables in --keep; a missing one is left out (said on
     stderr)
   --keep: write (or, where present, reuse) the --predict tables in DIR
@@ -150,12 +152,17 @@ def main():
     ap.add_argument("--keep")
     ap.add_argument("--ranks", default=",".join(str(r) for r in RANKS))
     ap.add_argument("--no-run", action="store_true")
+    ap.add_argument("--colls", default=",".join(COLLS))
     args = ap.parse_args()
+    colls = args.colls.split(",")
+    for c in colls:
+        if c not in COLLS:
+            ap.error("unknown collective %s (one of %s)" % (c, ",".join(COLLS)))
     ranks = [int(r) for r in args.ranks.split(",")]
     if args.keep:
         os.makedirs(args.keep, exist_ok=True)
     report, out = [], []
-    for coll in COLLS:
+    for coll in colls:
         for name, rpn, nic, per_node in CLUSTERS:
             data = {}
             for P in ranks:

@@ -465,6 +465,15 @@ static int formula(const opts_t *o, const char *algo, formula_t *f)
         f->b_text = k == 2 ? "2(P-1)n" : "(P-1)n";
         f->m = count == 0 ? 0 : k * (P - 1) * S, f->b = k * (P - 1) * n;
         PARAMS("S = %lld", (long long)S);
+    } else if (IS(XC_COLL_ALLREDUCE, "hier2d")) {
+        /* N nodes of L = K ranks each (it declines otherwise) */
+        int64_t K = o->per_node > 0 ? o->per_node : P;
+        N = cdiv(P, K);
+        S = imin(8, imax(1, cdiv(n, 512 * KIB)));
+        f->m_text = "2SP(L-1 + N-1), S = min(8, max(1, ceil(n / 512k))); 0 when count = 0";
+        f->b_text = "2(P-1)n";
+        f->m = count == 0 ? 0 : 2 * S * P * (K - 1 + N - 1), f->b = 2 * (P - 1) * n;
+        PARAMS("L = %lld, N = %lld, S = %lld", (long long)K, (long long)N, (long long)S);
     } else if (IS(XC_COLL_ALLREDUCE, "direct") || IS(XC_COLL_ALLGATHER, "direct") ||
                IS(XC_COLL_REDUCE_SCATTER, "direct") || IS(XC_COLL_ALLTOALL, "pairwise")) {
         f->m_text = "P(P-1)", f->b_text = "P(P-1)n";

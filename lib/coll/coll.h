@@ -171,6 +171,7 @@ xcoll_status_t tree_barrier_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t hier_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t hier_alltoall_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 xcoll_status_t hier_bcast_schedule(xc_sched_t *s, const xc_coll_args_t *a);
+xcoll_status_t hier2d_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a);
 
 /* direct.c: one step, every rank straight to every rank that needs its
  * data; reductions in rank order (bit-identical on every rank). They

@@ -11,6 +11,15 @@
  *   gets the same bits.
  * bcast: binomial bcast among the leaders (the root standing in for its
  *   node's leader), then inside each node; also segmented and overlapped.
+ * hier2d allreduce: every rank of a node crosses the network, each for a
+ *   slice of the data: a reduce-scatter inside the node leaves slice l of
+ *   the node's partial sum on its local rank l, local rank l of every node
+ *   reduces that slice among themselves in a ring across nodes, and an
+ *   allgather inside the node hands every rank the other slices. The
+ *   network carries what hier's leaders carry, but over every rank's
+ *   connection at once, and a node's reduction work is spread over its
+ *   ranks instead of falling on its leader. Needs the same rank count on
+ *   every node (declines otherwise).
  * alltoall: each rank sends its whole input to its leader; the leaders
  *   regroup the blocks by destination node and exchange one message per
  *   pair of nodes; each leader then gives every member its result.
@@ -395,5 +404,173 @@ out:
     free(unpack);
     free(got);
     free(xrecv);
+    return s->err;
+}
+
+/* ---------------------------------------------------- hier2d allreduce */
+
+/* A segment goes through the three phases on its own, so one segment
+ * crosses the network while the next is reduced inside the node. Few and
+ * large: each becomes K * M messages of 1/(K M) of it. */
+#define HIER2D_SEGMENT_BYTES ((size_t)512 * 1024)
+#define HIER2D_MAX_SEGMENTS 8
+
+/* As above: message k on a link waits for message k - HIER_WINDOW on it.
+ * Only the ring across nodes can carry that many (2 (M-1) per segment);
+ * a link inside the node carries two per segment. */
+typedef struct {
+    int *id;
+    int n;
+} hlink_t;
+
+static int hlink_dep(const hlink_t *l) { return l->n >= HIER_WINDOW ? l->id[l->n - HIER_WINDOW] : -1; }
+static int hlink_add(hlink_t *l, int id)
+{
+    l->id[l->n++] = id;
+    return id;
+}
+
+/* Elements [*off, *off + *cnt) of block b of n over cnt elements from off. */
+static void sub_block(size_t *off, size_t *cnt, int n, int b)
+{
+    *off += xc_block_offset(*cnt, n, b);
+    *cnt = xc_block_count(*cnt, n, b);
+}
+
+xcoll_status_t hier2d_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a)
+{
+    const struct xc_topo *t = a->topo;
+    const size_t count = a->count, ds = s->dsize;
+    const xc_buf_t in = a->in_place ? XC_BUF_RECV : XC_BUF_SEND;
+    int K, M, node, l, m, nseg, g, i, k, *mem, *col = NULL, *p1_sent = NULL, *p1_red = NULL;
+    int land2_last[2][2] = {{-1, -1}, {-1, -1}};
+    size_t seg_max, slice_max, sub_max, land1, land2;
+    hlink_t to_next = {NULL, 0}, from_prev = {NULL, 0};
+
+    if (!usable(a))
+        return XCOLL_ERR_UNSUPPORTED;
+    for (m = 1; m < t->nnodes; m++)
+        if (t->node_size[m] != t->node_size[0])
+            return XCOLL_ERR_UNSUPPORTED;
+    if (count == 0)
+        return s->err;
+    K = t->node_size[0];
+    M = t->nnodes;
+    node = t->node_of[a->rank];
+    l = t->local_rank[a->rank];
+    mem = t->members + t->node_first[node];
+    nseg = (int)((count * ds + HIER2D_SEGMENT_BYTES - 1) / HIER2D_SEGMENT_BYTES);
+    nseg = nseg < 1 ? 1 : nseg > HIER2D_MAX_SEGMENTS ? HIER2D_MAX_SEGMENTS : nseg;
+    seg_max = xc_block_count(count, nseg, 0);
+    slice_max = xc_block_count(seg_max, K, 0);
+    sub_max = xc_block_count(slice_max, M, 0);
+
+    col = malloc((size_t)M * sizeof(int));
+    p1_sent = malloc((size_t)K * sizeof(int));
+    p1_red = malloc((size_t)2 * (size_t)K * sizeof(int));
+    to_next.id = malloc((size_t)nseg * 2 * (size_t)M * sizeof(int));
+    from_prev.id = malloc((size_t)nseg * 2 * (size_t)M * sizeof(int));
+    if (col == NULL || p1_sent == NULL || p1_red == NULL || to_next.id == NULL ||
+        from_prev.id == NULL) {
+        xc_error("out of memory building a hier2d allreduce schedule");
+        s->err = XCOLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    /* col[m]: local rank l of node m, the ring across nodes */
+    for (m = 0; m < M; m++)
+        col[m] = t->members[t->node_first[m] + l];
+    for (i = 0; i < 2 * K; i++)
+        p1_red[i] = -1;
+    /* Scratch: peers' slices for the reduce-scatter inside the node, K
+     * slots per segment parity (slot l unused); two landing blocks per
+     * segment parity for the ring. */
+    land1 = xc_sched_tmp(s, (size_t)2 * (size_t)K * slice_max * ds);
+    land2 = xc_sched_tmp(s, (size_t)4 * sub_max * ds);
+
+    for (g = 0; g < nseg; g++) {
+        const int par = g % 2, next = col[(node + 1) % M], prev = col[(node + M - 1) % M];
+        const size_t goff = xc_block_offset(count, nseg, g), gcnt = xc_block_count(count, nseg, g);
+        size_t my_off = goff, my_cnt = gcnt;
+        int have, first_ag, done;
+
+        sub_block(&my_off, &my_cnt, K, l);
+
+        /* 1. reduce-scatter inside the node: slice i to local rank i;
+         * slice l here is this rank's input combined with every peer's, in
+         * the order their slices arrive (it is reduced once, here: every
+         * rank gets the bits computed here) */
+        for (k = 1; k < K; k++) {
+            const int ip = (l + k) % K;
+            size_t off = goff, cnt = gcnt;
+            sub_block(&off, &cnt, K, ip);
+            p1_sent[ip] = xc_send(s, mem[ip], xc_ref(in, off * ds), cnt * ds, XC_NODEPS);
+        }
+        have = -1;
+        for (k = 1; k < K; k++) {
+            const int ip = (l + K - k) % K;
+            const xc_ref_t landing = XC_AT_TMP(land1 + ((size_t)par * (size_t)K + (size_t)ip) *
+                                                          slice_max * ds);
+            int got = xc_recv(s, mem[ip], landing, my_cnt * ds, XC_DEPS(p1_red[par * K + ip]));
+            have = p1_red[par * K + ip] =
+                xc_reduce_local(s, have < 0 ? xc_ref(in, my_off * ds) : XC_AT_RECV(my_off * ds),
+                                landing, XC_AT_RECV(my_off * ds), my_cnt * ds, XC_DEPS(got, have));
+        }
+
+        /* 2. ring allreduce of slice l across nodes: reduce-scatter (step
+         * i sends sub-block node-i-1, receives and combines node-i-2),
+         * then allgather (step i sends node-i, receives node-i-1) */
+        for (i = 0; i < M - 1; i++) {
+            size_t so = my_off, sc = my_cnt, ro = my_off, rc = my_cnt;
+            const xc_ref_t landing =
+                XC_AT_TMP(land2 + ((size_t)par * 2 + (size_t)(i % 2)) * sub_max * ds);
+            int got;
+            sub_block(&so, &sc, M, ((node - i - 1) % M + M) % M);
+            sub_block(&ro, &rc, M, ((node - i - 2) % M + 2 * M) % M);
+            hlink_add(&to_next, xc_send(s, next, XC_AT_RECV(so * ds), sc * ds,
+                                        XC_DEPS(have, hlink_dep(&to_next))));
+            got = xc_recv_reduce(s, prev, landing, XC_AT_RECV(ro * ds), XC_AT_RECV(ro * ds),
+                                 rc * ds,
+                                 XC_DEPS(have, land2_last[par][i % 2], hlink_dep(&from_prev)));
+            hlink_add(&from_prev, got);
+            land2_last[par][i % 2] = have = got;
+        }
+        if (a->op == XCOLL_AVG) {
+            /* sub-block `node` is complete here and nowhere else yet */
+            size_t o = my_off, c = my_cnt;
+            sub_block(&o, &c, M, node);
+            have = xc_divide_local(s, XC_AT_RECV(o * ds), c * ds, XC_DEPS(have));
+        }
+        first_ag = (int)s->nsteps;
+        for (i = 0; i < M - 1; i++) {
+            size_t so = my_off, sc = my_cnt, ro = my_off, rc = my_cnt;
+            sub_block(&so, &sc, M, ((node - i) % M + M) % M);
+            sub_block(&ro, &rc, M, ((node - i - 1) % M + M) % M);
+            hlink_add(&to_next, xc_send(s, next, XC_AT_RECV(so * ds), sc * ds,
+                                        XC_DEPS(have, hlink_dep(&to_next))));
+            /* the reduce-scatter's send of step i read this sub-block */
+            hlink_add(&from_prev, have = xc_recv(s, prev, XC_AT_RECV(ro * ds), rc * ds,
+                                                 XC_DEPS(to_next.id[to_next.n - M], hlink_dep(&from_prev))));
+        }
+        done = xc_join(s, first_ag);
+
+        /* 3. allgather inside the node: slice l to every peer, slice i from
+         * local rank i (in place, where this rank's send of step 1 read it) */
+        for (k = 1; k < K; k++) {
+            const int ip = (l + k) % K;
+            xc_send(s, mem[ip], XC_AT_RECV(my_off * ds), my_cnt * ds, XC_DEPS(done));
+        }
+        for (k = 1; k < K; k++) {
+            const int ip = (l + K - k) % K;
+            size_t off = goff, cnt = gcnt;
+            sub_block(&off, &cnt, K, ip);
+            xc_recv(s, mem[ip], XC_AT_RECV(off * ds), cnt * ds, XC_DEPS(p1_sent[ip]));
+        }
+    }
+out:
+    free(col);
+    free(p1_sent);
+    free(p1_red);
+    free(to_next.id);
+    free(from_prev.id);
     return s->err;
 }

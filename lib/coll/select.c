@@ -26,6 +26,7 @@ const xc_algo_t xc_algorithms[] = {
     {"reduce_bcast", XC_COLL_ALLREDUCE, reduce_bcast_allreduce_schedule},
     {"dbtree", XC_COLL_ALLREDUCE, dbtree_allreduce_schedule},
     {"hier", XC_COLL_ALLREDUCE, hier_allreduce_schedule},
+    {"hier2d", XC_COLL_ALLREDUCE, hier2d_allreduce_schedule},
     {"direct", XC_COLL_ALLREDUCE, direct_allreduce_schedule},
 
     {"binomial", XC_COLL_BCAST, binomial_bcast_schedule},

@@ -25,7 +25,10 @@
  * single-node choice in force there (each rule lists it after hier); they
  * were written before the grammar had a per-node term, so the rank count
  * stands in for the nodes (4 ranks: 2 nodes x 2 measured, where hier won
- * at every size). From 64 ranks the last rules win: modelled, not
+ * at every size, then hier2d from 1 MiB, level with hier at 2 nodes and
+ * ahead of everything at 4 x 2; hier2d also declines where nodes differ
+ * in size, hence hier after it only where hier beat the single-node
+ * choice). From 64 ranks the last rules win: modelled, not
  * measured (bench/model_rules.py prints them; docs/SCALING.md says how),
  * "/1-16" for nodes of up to 16 ranks, "/17-inf" for fuller ones. */
 const char xc_tune_defaults[] =
@@ -35,8 +38,9 @@ const char xc_tune_defaults[] =
     "allreduce@5-8:16k-64k:reduce_bcast|ring\n"
     "allreduce@3-8:0-1k:direct|recdbl\n"
     "allreduce@4:0-1k:hier|direct|recdbl,1k-4k:hier|recdbl|ring,4k-16k:hier|dbtree|ring,"
-    "16k-64k:hier|ring,64k-256k:hier|dbtree|ring,256k-inf:hier|rabenseifner|ring\n"
-    "allreduce@5-inf:16m-inf:hier|rabenseifner|ring\n"
+    "16k-64k:hier|ring,64k-256k:hier|dbtree|ring,256k-1m:hier|rabenseifner|ring,"
+    "1m-inf:hier2d|hier|rabenseifner|ring\n"
+    "allreduce@5-inf:1m-16m:hier2d|rabenseifner|ring,16m-inf:hier2d|hier|rabenseifner|ring\n"
     "bcast:0-1m:binomial,1m-inf:chain|binomial\n"
     "bcast@5-8:8k-256k:linear|binomial,256k-4m:binomial,4m-inf:linear|binomial\n"
     "reduce:0-inf:binomial\n"
@@ -74,10 +78,10 @@ const char xc_tune_defaults[] =
     "allgather@5-8/1-4:1m-inf:ring|direct\n"
     "alltoall@5-8/1-4:0-32k:bruck|pairwise\n"
     /* modelled, from 64 ranks (above) */
-    "allreduce@64-inf/1-16:0-16k:recdbl|hier,16k-1m:rabenseifner|recdbl,1m-inf:dbtree|rabenseifner\n"
+    "allreduce@64-inf/1-16:0-16k:recdbl|hier,16k-2m:rabenseifner|recdbl,2m-inf:dbtree|rabenseifner\n"
     "allreduce@64-255/17-inf:0-16k:recdbl|rabenseifner,16k-2m:rabenseifner|recdbl,2m-inf:dbtree|rabenseifner\n"
-    "allreduce@256-1023/17-inf:0-2k:recdbl|hier,2k-16k:hier|reduce_bcast,16k-inf:dbtree|hier\n"
-    "allreduce@1024-inf/17-inf:0-2k:recdbl|hier,2k-16k:hier|reduce_bcast,16k-inf:dbtree|hier\n"
+    "allreduce@256-1023/17-inf:0-2k:recdbl|hier,2k-16k:hier|reduce_bcast,16k-32k:dbtree|hier,32k-2m:hier2d|dbtree,2m-inf:dbtree|hier2d\n"
+    "allreduce@1024-inf/17-inf:0-2k:recdbl|hier,2k-16k:hier|reduce_bcast,16k-128k:dbtree|hier,128k-2m:hier2d|dbtree,2m-inf:dbtree|hier2d\n"
     "bcast@64-inf/1-16:0-16k:binomial|hier,16k-inf:dbtree|binomial\n"
     "bcast@64-inf/17-inf:0-16k:binomial|dbtree,16k-inf:dbtree|binomial\n"
     "reduce@64-255/1-16:0-128k:binomial|linear,128k-inf:rsg|binomial\n"

@@ -89,6 +89,15 @@ hier_run() {
     done
 }
 
+# hier2d_run NAME NP: allreduce with every rank crossing nodes (nodes of
+# equal size), proven to run
+hier2d_run() {
+    name=$1 np=$2
+    XCOLL_TUNE="allreduce:0-inf:hier2d" XCOLL_LOG=info mpi "$name" "$np" -x XCOLL_TUNE -x XCOLL_LOG \
+        "$bindir/test_coll" --quick --coll allreduce || return
+    expect_each "$name" "$np" "allreduce seq [0-9]+: hier2d," "that allreduce ran the hier2d algorithm"
+}
+
 inside_two() {
     XCOLL_LOG=info mpi coll.2x2 4 -x XCOLL_LOG "$bindir/test_coll" --quick &&
         {
@@ -107,6 +116,7 @@ inside_two() {
         echo "$info" | sed -n '3,8p'
     fi
     hier_run hier.2x2 4
+    hier2d_run hier2d.2x2 4
     mpi nonblocking.2x2 4 "$bindir/test_nonblocking"
     mpi comms.2x2 4 "$bindir/test_comms"
     mpi vcoll.2x2 4 "$bindir/test_vcoll" --quick
@@ -175,6 +185,7 @@ inside_three() {
 inside_roundrobin() {
     # ranks 0,3 / 1,4 / 2,5 share nodes: no node's ranks are consecutive
     hier_run hier.3x2.bynode 6
+    hier2d_run hier2d.3x2.bynode 6
 }
 
 # the node-loss run: NAME TIMEOUT LIMIT

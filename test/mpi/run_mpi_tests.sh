@@ -289,10 +289,18 @@ if [ "${XCOLL_TEST_SWEEP:-1}" = 1 ]; then
     sweep 7 allreduce,bcast \
         "allreduce:0-inf:direct;bcast:0-inf:linear" \
         2 3 4 7 8
+    # every rank crossing nodes: 2 and 4 nodes of 2 (it declines at 3 and 7,
+    # where the last node is smaller)
+    sweep 8 allreduce \
+        "allreduce:0-inf:hier2d" \
+        4 8
     XCOLL_TOPO_RANKS_PER_NODE=3
     sweep 6 allreduce,bcast,alltoall \
         "allreduce:0-inf:hier;bcast:0-inf:hier;alltoall:0-inf:hier" \
         4 5 7
+    sweep 9 allreduce \
+        "allreduce:0-inf:hier2d" \
+        6
     # Prove the hierarchical modules served those calls rather than
     # declining to a flat algorithm: the info log names the algorithm.
     XCOLL_TUNE="allreduce:0-inf:hier;bcast:0-inf:hier;alltoall:0-inf:hier"
@@ -300,20 +308,27 @@ if [ "${XCOLL_TEST_SWEEP:-1}" = 1 ]; then
     export XCOLL_TUNE XCOLL_LOG
     label=".hierlog"
     run test_coll 5 --quick --coll allreduce,bcast,alltoall
+    XCOLL_TUNE="allreduce:0-inf:hier2d"
+    label=".hier2dlog"
+    run test_coll 6 --quick --coll allreduce
     label=
     unset XCOLL_TUNE XCOLL_LOG XCOLL_TOPO_RANKS_PER_NODE
-    err=$logdir/test_coll.hierlog.5.err
-    for c in allreduce bcast alltoall; do
-        if grep -q "$c seq [0-9]*: hier," "$err"; then
-            echo "run_mpi_tests: PASS $c ran the hier algorithm on 5 ranks in nodes of 3"
+    # ran_algo COLL ALGO RUN WHERE: the info log of RUN says COLL ran ALGO
+    ran_algo() {
+        if grep -q "$1 seq [0-9]*: $2," "$logdir/test_coll.$3.err"; then
+            echo "run_mpi_tests: PASS $1 ran the $2 algorithm on $4"
             passed=$((passed + 1))
         else
-            echo "run_mpi_tests: FAIL $c: no '$c seq N: hier,' line in the info log"
-            grep -m 5 "$c seq" "$err"
+            echo "run_mpi_tests: FAIL $1: no '$1 seq N: $2,' line in the info log"
+            grep -m 5 "$1 seq" "$logdir/test_coll.$3.err"
             failed=$((failed + 1))
-            failed_runs="$failed_runs hierlog-$c"
+            failed_runs="$failed_runs $3-$1"
         fi
+    }
+    for c in allreduce bcast alltoall; do
+        ran_algo "$c" hier hierlog.5 "5 ranks in nodes of 3"
     done
+    ran_algo allreduce hier2d hier2dlog.6 "6 ranks in nodes of 3"
 fi
 
 for np in 2 3 4 8; do

@@ -55,6 +55,7 @@ static const algo_t algos[] = {
     {"reduce_bcast_allreduce", XC_COLL_ALLREDUCE, reduce_bcast_allreduce_schedule},
     {"dbtree_allreduce", XC_COLL_ALLREDUCE, dbtree_allreduce_schedule},
     {"hier_allreduce", XC_COLL_ALLREDUCE, hier_allreduce_schedule},
+    {"hier_2d_allreduce", XC_COLL_ALLREDUCE, hier2d_allreduce_schedule},
     {"chain_bcast", XC_COLL_BCAST, chain_bcast_schedule},
     {"scatter_allgather_bcast", XC_COLL_BCAST, scatter_allgather_bcast_schedule},
     {"dbtree_bcast", XC_COLL_BCAST, dbtree_bcast_schedule},
@@ -459,7 +460,14 @@ static int trees_hier_expect(const case_t *c, int64_t *msgs, int64_t *bytes)
             *msgs = *bytes = 0;
         else if (!strcmp(a, "hier_allreduce"))
             *msgs = 2 * (P - 1) * seg, *bytes = 2 * (P - 1) * n;
-        else if (!strcmp(a, "hier_bcast"))
+        else if (!strcmp(a, "hier_2d_allreduce")) {
+            /* hier.c: segments of 512 KiB, at most 8; each a reduce-scatter
+             * and an allgather inside the node (K - 1 messages a rank
+             * each) and a ring allreduce across nodes (2 (M - 1)) */
+            seg = at_least_1(ceil_div(n, 512 * 1024));
+            seg = seg > 8 ? 8 : seg;
+            *msgs = 2 * seg * P * (P / nn - 1 + nn - 1), *bytes = 2 * (P - 1) * n;
+        } else if (!strcmp(a, "hier_bcast"))
             *msgs = (P - 1) * seg, *bytes = (P - 1) * n;
         else /* alltoall: n is one block */
             *msgs = 2 * (P - nn) + nn * (nn - 1), *bytes = (2 * (P - nn) * P + P * P - sq) * n;
@@ -468,39 +476,60 @@ static int trees_hier_expect(const case_t *c, int64_t *msgs, int64_t *bytes)
     return 0;
 }
 
-/* The hierarchical builders must decline without a topology, on one node,
- * and when every node has one rank. */
-static void check_hier_declines(const algo_t *al, int P)
+/* A small case of al on P ranks over topology `topo` (as case_t.topo),
+ * for checking that its builder declines. */
+static case_t decline_case(const algo_t *al, int P, int topo)
 {
-    const int topos[3] = {0, 1, P};
     case_t c;
-    int i;
     memset(&c, 0, sizeof(c));
     c.algo = al;
     c.size = P;
     c.count = 7;
     c.dtype = XCOLL_INT32;
     c.op = XCOLL_SUM;
+    c.topo = topo;
+    return c;
+}
+
+/* Whether c's builder declines (rank P-1 builds). */
+static int declines(const case_t *c)
+{
+    xc_sched_t s;
+    xc_coll_args_t a;
+    xcoll_status_t st;
+    memset(&a, 0, sizeof(a));
+    a.coll = c->algo->coll;
+    a.rank = c->size - 1;
+    a.size = c->size;
+    a.count = c->count;
+    a.dtype = c->dtype;
+    a.op = c->op;
+    a.topo = case_topo_make(c);
+    xc_sched_init(&s, a.rank, a.size, a.dtype, a.op);
+    st = c->algo->build(&s, &a);
+    xc_sched_finish(&s);
+    xc_sched_fini(&s);
+    xc_topo_free((struct xc_topo *)a.topo);
+    return st == XCOLL_ERR_UNSUPPORTED;
+}
+
+/* hier2d needs every node to have as many ranks as the others. */
+static int needs_even_nodes(const algo_t *al) { return !strcmp(al->name, "hier_2d_allreduce"); }
+
+static int topo_even(int P, int topo)
+{
+    return topo > 0 ? P % topo == 0 : P % -topo == 0;
+}
+
+/* The hierarchical builders must decline without a topology, on one node,
+ * and when every node has one rank. */
+static void check_hier_declines(const algo_t *al, int P)
+{
+    const int topos[3] = {0, 1, P};
+    int i;
     for (i = 0; i < 3; i++) {
-        xc_sched_t s;
-        xc_coll_args_t a;
-        xcoll_status_t st;
-        c.topo = topos[i];
-        memset(&a, 0, sizeof(a));
-        a.coll = al->coll;
-        a.rank = P - 1;
-        a.size = P;
-        a.count = c.count;
-        a.dtype = c.dtype;
-        a.op = c.op;
-        a.topo = case_topo_make(&c);
-        xc_sched_init(&s, a.rank, P, a.dtype, a.op);
-        st = al->build(&s, &a);
-        xc_sched_finish(&s);
-        xc_sched_fini(&s);
-        xc_topo_free((struct xc_topo *)a.topo);
-        report(&c, st == XCOLL_ERR_UNSUPPORTED, "built (%s) where it should decline",
-               xcoll_strerror(st));
+        case_t c = decline_case(al, P, topos[i]);
+        report(&c, declines(&c), "built where it should decline");
     }
 }
 
@@ -523,6 +552,14 @@ static void run_topos(case_t *c)
         if (k > 0 ? c->size <= k : c->size <= -k)
             continue;
         c->topo = k;
+        if (needs_even_nodes(c->algo) && !topo_even(c->size, k)) {
+            if (c->count == 0 && !c->in_place && c->dtype == XCOLL_INT32) {
+                case_t d = decline_case(c->algo, c->size, k);
+                report(&d, declines(&d),
+                       "built over nodes of different sizes, where it should decline");
+            }
+            continue;
+        }
         run_roots(c);
     }
     c->topo = 0;
@@ -1312,7 +1349,7 @@ static void run_pipelined(void)
             c.dtype = XCOLL_FLOAT32;
             c.op = i % 2 ? XCOLL_AVG : XCOLL_SUM;
             if (is_hier(al)) {
-                if (P < 3)
+                if (P < 3 || (needs_even_nodes(al) && P % 2))
                     continue;
                 c.topo = 2;
             }
@@ -1465,6 +1502,10 @@ static int run_scale(const char *only, int P)
             (!strncmp(al->name, "direct_", 7) || !strcmp(al->name, "linear_reduce"))) {
             printf("  %-26s P=%d declines (it stops at %d ranks)\n", al->name, P,
                    XC_DIRECT_MAX_RANKS);
+            continue;
+        }
+        if (rc == XCOLL_ERR_UNSUPPORTED && needs_even_nodes(al) && P % 8) {
+            printf("  %-26s P=%d declines (nodes of 8 do not divide it)\n", al->name, P);
             continue;
         }
         if (rc != XCOLL_OK) {

@@ -66,11 +66,13 @@ while read -r coll algos; do
         for P in $ranks; do
             for n in $sizes; do
                 [ "$coll" = barrier ] && [ "$n" != 0 ] && continue
-                if [ "$algo" = hier ]; then
-                    # at least two nodes, one of them of two ranks
+                if [ "${algo#hier}" != "$algo" ]; then
+                    # at least two nodes, one of them of two ranks (hier2d:
+                    # every node of k ranks)
                     for k in 2 3; do
-                        [ "$P" -gt "$k" ] && check "$coll" --ranks "$P" --bytes "$n" \
-                            --algo hier --per-node "$k"
+                        [ "$P" -gt "$k" ] || continue
+                        [ "$algo" = hier2d ] && [ $((P % k)) -ne 0 ] && continue
+                        check "$coll" --ranks "$P" --bytes "$n" --algo "$algo" --per-node "$k"
                     done
                     continue
                 fi

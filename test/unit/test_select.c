@@ -92,6 +92,15 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_REDUCE, 2, 2, 1 << 20, "linear"},
         {XC_COLL_REDUCE, 2, 1, 1 << 20, "binomial"},  /* 2 nodes x 1 */
         {XC_COLL_REDUCE, 3, 3, 1 << 20, "binomial"},
+        /* allreduce: every rank crossing from 1 MiB at 2 and 4 nodes x 2,
+         * the leaders (or the single-node choice) below it; modelled from 64
+         * ranks, for nodes of 128 */
+        {XC_COLL_ALLREDUCE, 4, 2, 1 << 20, "hier2d"},
+        {XC_COLL_ALLREDUCE, 4, 2, 512 << 10, "hier"},
+        {XC_COLL_ALLREDUCE, 8, 2, 4 << 20, "hier2d"},
+        {XC_COLL_ALLREDUCE, 8, 2, 512 << 10, "rabenseifner"},
+        {XC_COLL_ALLREDUCE, 1024, 128, 256 << 10, "hier2d"},
+        {XC_COLL_ALLREDUCE, 1024, 128, 8 << 20, "dbtree"},
     };
     size_t i;
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
