@@ -469,8 +469,9 @@ static int formula(const opts_t *o, const char *algo, formula_t *f)
         /* N nodes of L = K ranks each (it declines otherwise) */
         int64_t K = o->per_node > 0 ? o->per_node : P;
         N = cdiv(P, K);
-        S = imin(8, imax(1, cdiv(n, 512 * KIB)));
-        f->m_text = "2SP(L-1 + N-1), S = min(8, max(1, ceil(n / 512k))); 0 when count = 0";
+        S = imax(imin(8, imax(1, cdiv(n, 512 * KIB))), cdiv(n, 8 * 1024 * KIB));
+        f->m_text = "2SP(L-1 + N-1), S = max(min(8, max(1, ceil(n / 512k))), ceil(n / 8m)); "
+                    "0 when count = 0";
         f->b_text = "2(P-1)n";
         f->m = count == 0 ? 0 : 2 * S * P * (K - 1 + N - 1), f->b = 2 * (P - 1) * n;
         PARAMS("L = %lld, N = %lld, S = %lld", (long long)K, (long long)N, (long long)S);

@@ -411,13 +411,24 @@ out:
 
 /* A segment goes through the three phases on its own, so one segment
  * crosses the network while the next is reduced inside the node. Few and
- * large: each becomes K * M messages of 1/(K M) of it. */
+ * large: each becomes K * M messages of 1/(K M) of it; at most 8 up to 64
+ * MiB, then segments of 8 MiB, so the scratch (two segments' worth of
+ * incoming slices) stays under 16 MiB whatever the count. */
 #define HIER2D_SEGMENT_BYTES ((size_t)512 * 1024)
-#define HIER2D_MAX_SEGMENTS 8
+#define HIER2D_FEW_SEGMENTS 8
+#define HIER2D_MAX_SEGMENT_BYTES ((size_t)8 << 20)
 
-/* As above: message k on a link waits for message k - HIER_WINDOW on it.
- * Only the ring across nodes can carry that many (2 (M-1) per segment);
- * a link inside the node carries two per segment. */
+static int hier2d_nseg(size_t bytes)
+{
+    size_t n = (bytes + HIER2D_SEGMENT_BYTES - 1) / HIER2D_SEGMENT_BYTES;
+    size_t big = (bytes + HIER2D_MAX_SEGMENT_BYTES - 1) / HIER2D_MAX_SEGMENT_BYTES;
+    n = n < 1 ? 1 : n > HIER2D_FEW_SEGMENTS ? HIER2D_FEW_SEGMENTS : n;
+    n = n > big ? n : big;
+    return n > (size_t)1 << 24 ? 1 << 24 : (int)n;
+}
+
+/* One direction of one link: its messages so far. As above, message k
+ * waits for message k - HIER_WINDOW on it. */
 typedef struct {
     int *id;
     int n;
@@ -442,10 +453,10 @@ xcoll_status_t hier2d_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a)
     const struct xc_topo *t = a->topo;
     const size_t count = a->count, ds = s->dsize;
     const xc_buf_t in = a->in_place ? XC_BUF_RECV : XC_BUF_SEND;
-    int K, M, node, l, m, nseg, g, i, k, *mem, *col = NULL, *p1_sent = NULL, *p1_red = NULL;
+    int K, M, node, l, m, nseg, npar, g, i, k, *mem, *col = NULL, *ids = NULL, *p1_sent, *p1_red;
     int land2_last[2][2] = {{-1, -1}, {-1, -1}};
-    size_t seg_max, slice_max, sub_max, land1, land2;
-    hlink_t to_next = {NULL, 0}, from_prev = {NULL, 0};
+    size_t seg_max, slice_max, sub_max, land1, land2, per_peer, per_ring;
+    hlink_t to_next, from_prev, *out_l = NULL, *in_l = NULL;
 
     if (!usable(a))
         return XCOLL_ERR_UNSUPPORTED;
@@ -459,59 +470,72 @@ xcoll_status_t hier2d_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a)
     node = t->node_of[a->rank];
     l = t->local_rank[a->rank];
     mem = t->members + t->node_first[node];
-    nseg = (int)((count * ds + HIER2D_SEGMENT_BYTES - 1) / HIER2D_SEGMENT_BYTES);
-    nseg = nseg < 1 ? 1 : nseg > HIER2D_MAX_SEGMENTS ? HIER2D_MAX_SEGMENTS : nseg;
+    nseg = hier2d_nseg(count * ds);
+    npar = nseg < 2 ? 1 : 2;
     seg_max = xc_block_count(count, nseg, 0);
     slice_max = xc_block_count(seg_max, K, 0);
     sub_max = xc_block_count(slice_max, M, 0);
 
+    /* ids: every link's messages (2 a segment each way with each local
+     * peer, 2 (M - 1) with the ring's neighbours), then this rank's step-1
+     * sends and the reductions that last read each landing slot */
+    per_peer = (size_t)nseg * 2;
+    per_ring = (size_t)nseg * 2 * (size_t)M;
     col = malloc((size_t)M * sizeof(int));
-    p1_sent = malloc((size_t)K * sizeof(int));
-    p1_red = malloc((size_t)2 * (size_t)K * sizeof(int));
-    to_next.id = malloc((size_t)nseg * 2 * (size_t)M * sizeof(int));
-    from_prev.id = malloc((size_t)nseg * 2 * (size_t)M * sizeof(int));
-    if (col == NULL || p1_sent == NULL || p1_red == NULL || to_next.id == NULL ||
-        from_prev.id == NULL) {
+    out_l = malloc((size_t)K * sizeof(hlink_t));
+    in_l = malloc((size_t)K * sizeof(hlink_t));
+    ids = malloc((2 * (size_t)K * per_peer + 2 * per_ring + 3 * (size_t)K) * sizeof(int));
+    if (col == NULL || out_l == NULL || in_l == NULL || ids == NULL) {
         xc_error("out of memory building a hier2d allreduce schedule");
         s->err = XCOLL_ERR_NO_MEMORY;
         goto out;
     }
+    for (k = 0; k < K; k++) {
+        out_l[k].id = ids + (size_t)k * per_peer, out_l[k].n = 0;
+        in_l[k].id = ids + (size_t)(K + k) * per_peer, in_l[k].n = 0;
+    }
+    to_next.id = ids + (size_t)2 * (size_t)K * per_peer, to_next.n = 0;
+    from_prev.id = to_next.id + per_ring, from_prev.n = 0;
+    p1_sent = from_prev.id + per_ring;
+    p1_red = p1_sent + K;
+    for (i = 0; i < 2 * K; i++)
+        p1_red[i] = -1;
     /* col[m]: local rank l of node m, the ring across nodes */
     for (m = 0; m < M; m++)
         col[m] = t->members[t->node_first[m] + l];
-    for (i = 0; i < 2 * K; i++)
-        p1_red[i] = -1;
-    /* Scratch: peers' slices for the reduce-scatter inside the node, K
-     * slots per segment parity (slot l unused); two landing blocks per
-     * segment parity for the ring. */
-    land1 = xc_sched_tmp(s, (size_t)2 * (size_t)K * slice_max * ds);
-    land2 = xc_sched_tmp(s, (size_t)4 * sub_max * ds);
+    /* Scratch: the K - 1 peers' slices for the reduce-scatter inside the
+     * node, per segment parity; two landing blocks per parity for the
+     * ring. */
+    land1 = xc_sched_tmp(s, (size_t)npar * (size_t)(K - 1) * slice_max * ds);
+    land2 = xc_sched_tmp(s, (size_t)npar * 2 * sub_max * ds);
 
     for (g = 0; g < nseg; g++) {
         const int par = g % 2, next = col[(node + 1) % M], prev = col[(node + M - 1) % M];
         const size_t goff = xc_block_offset(count, nseg, g), gcnt = xc_block_count(count, nseg, g);
         size_t my_off = goff, my_cnt = gcnt;
-        int have, first_ag, done;
+        int have, first, done, rs0;
 
         sub_block(&my_off, &my_cnt, K, l);
 
         /* 1. reduce-scatter inside the node: slice i to local rank i;
          * slice l here is this rank's input combined with every peer's, in
-         * the order their slices arrive (it is reduced once, here: every
-         * rank gets the bits computed here) */
+         * a fixed order (l - 1, l - 2, ...); it is reduced once, here, so
+         * every rank gets the bits computed here */
         for (k = 1; k < K; k++) {
             const int ip = (l + k) % K;
             size_t off = goff, cnt = gcnt;
             sub_block(&off, &cnt, K, ip);
-            p1_sent[ip] = xc_send(s, mem[ip], xc_ref(in, off * ds), cnt * ds, XC_NODEPS);
+            p1_sent[ip] = hlink_add(&out_l[ip], xc_send(s, mem[ip], xc_ref(in, off * ds), cnt * ds,
+                                                         XC_DEPS(hlink_dep(&out_l[ip]))));
         }
         have = -1;
         for (k = 1; k < K; k++) {
-            const int ip = (l + K - k) % K;
-            const xc_ref_t landing = XC_AT_TMP(land1 + ((size_t)par * (size_t)K + (size_t)ip) *
-                                                          slice_max * ds);
-            int got = xc_recv(s, mem[ip], landing, my_cnt * ds, XC_DEPS(p1_red[par * K + ip]));
-            have = p1_red[par * K + ip] =
+            const int ip = (l + K - k) % K, slot = par * K + k;
+            const xc_ref_t landing = XC_AT_TMP(
+                land1 + ((size_t)par * (size_t)(K - 1) + (size_t)(k - 1)) * slice_max * ds);
+            int got = hlink_add(&in_l[ip], xc_recv(s, mem[ip], landing, my_cnt * ds,
+                                                   XC_DEPS(p1_red[slot], hlink_dep(&in_l[ip]))));
+            have = p1_red[slot] =
                 xc_reduce_local(s, have < 0 ? xc_ref(in, my_off * ds) : XC_AT_RECV(my_off * ds),
                                 landing, XC_AT_RECV(my_off * ds), my_cnt * ds, XC_DEPS(got, have));
         }
@@ -519,6 +543,7 @@ xcoll_status_t hier2d_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a)
         /* 2. ring allreduce of slice l across nodes: reduce-scatter (step
          * i sends sub-block node-i-1, receives and combines node-i-2),
          * then allgather (step i sends node-i, receives node-i-1) */
+        rs0 = to_next.n;
         for (i = 0; i < M - 1; i++) {
             size_t so = my_off, sc = my_cnt, ro = my_off, rc = my_cnt;
             const xc_ref_t landing =
@@ -534,43 +559,53 @@ xcoll_status_t hier2d_allreduce_schedule(xc_sched_t *s, const xc_coll_args_t *a)
             hlink_add(&from_prev, got);
             land2_last[par][i % 2] = have = got;
         }
+        /* sub-block `node` is complete here and nowhere else yet */
+        first = have;
         if (a->op == XCOLL_AVG) {
-            /* sub-block `node` is complete here and nowhere else yet */
             size_t o = my_off, c = my_cnt;
             sub_block(&o, &c, M, node);
             have = xc_divide_local(s, XC_AT_RECV(o * ds), c * ds, XC_DEPS(have));
         }
-        first_ag = (int)s->nsteps;
+        /* the allgather's receives first, so that step 3 waits for them
+         * (and for sub-block `node`: from `first` on) but not for the
+         * sends to the next node; receive i overwrites what the
+         * reduce-scatter's send i read */
         for (i = 0; i < M - 1; i++) {
-            size_t so = my_off, sc = my_cnt, ro = my_off, rc = my_cnt;
-            sub_block(&so, &sc, M, ((node - i) % M + M) % M);
+            size_t ro = my_off, rc = my_cnt;
             sub_block(&ro, &rc, M, ((node - i - 1) % M + M) % M);
-            hlink_add(&to_next, xc_send(s, next, XC_AT_RECV(so * ds), sc * ds,
-                                        XC_DEPS(have, hlink_dep(&to_next))));
-            /* the reduce-scatter's send of step i read this sub-block */
-            hlink_add(&from_prev, have = xc_recv(s, prev, XC_AT_RECV(ro * ds), rc * ds,
-                                                 XC_DEPS(to_next.id[to_next.n - M], hlink_dep(&from_prev))));
+            hlink_add(&from_prev, xc_recv(s, prev, XC_AT_RECV(ro * ds), rc * ds,
+                                          XC_DEPS(to_next.id[rs0 + i], hlink_dep(&from_prev))));
         }
-        done = xc_join(s, first_ag);
+        done = xc_join(s, first);
+        for (i = 0; i < M - 1; i++) {
+            size_t so = my_off, sc = my_cnt;
+            sub_block(&so, &sc, M, ((node - i) % M + M) % M);
+            /* send i > 0 forwards what receive i - 1 brought */
+            hlink_add(&to_next, xc_send(s, next, XC_AT_RECV(so * ds), sc * ds,
+                                        XC_DEPS(i == 0 ? have : from_prev.id[from_prev.n - M + i],
+                                                hlink_dep(&to_next))));
+        }
 
         /* 3. allgather inside the node: slice l to every peer, slice i from
-         * local rank i (in place, where this rank's send of step 1 read it) */
+         * local rank i (in place, after this rank's step-1 send read it) */
         for (k = 1; k < K; k++) {
             const int ip = (l + k) % K;
-            xc_send(s, mem[ip], XC_AT_RECV(my_off * ds), my_cnt * ds, XC_DEPS(done));
+            hlink_add(&out_l[ip], xc_send(s, mem[ip], XC_AT_RECV(my_off * ds), my_cnt * ds,
+                                          XC_DEPS(done, hlink_dep(&out_l[ip]))));
         }
         for (k = 1; k < K; k++) {
             const int ip = (l + K - k) % K;
             size_t off = goff, cnt = gcnt;
             sub_block(&off, &cnt, K, ip);
-            xc_recv(s, mem[ip], XC_AT_RECV(off * ds), cnt * ds, XC_DEPS(p1_sent[ip]));
+            hlink_add(&in_l[ip], xc_recv(s, mem[ip], XC_AT_RECV(off * ds), cnt * ds,
+                                         XC_DEPS(a->in_place ? p1_sent[ip] : -1,
+                                                 hlink_dep(&in_l[ip]))));
         }
     }
 out:
     free(col);
-    free(p1_sent);
-    free(p1_red);
-    free(to_next.id);
-    free(from_prev.id);
+    free(out_l);
+    free(in_l);
+    free(ids);
     return s->err;
 }

@@ -461,11 +461,13 @@ static int trees_hier_expect(const case_t *c, int64_t *msgs, int64_t *bytes)
         else if (!strcmp(a, "hier_allreduce"))
             *msgs = 2 * (P - 1) * seg, *bytes = 2 * (P - 1) * n;
         else if (!strcmp(a, "hier_2d_allreduce")) {
-            /* hier.c: segments of 512 KiB, at most 8; each a reduce-scatter
-             * and an allgather inside the node (K - 1 messages a rank
-             * each) and a ring allreduce across nodes (2 (M - 1)) */
+            /* hier.c: segments of 512 KiB, at most 8, but none over 8
+             * MiB; each a reduce-scatter and an allgather inside the node
+             * (K - 1 messages a rank each) and a ring allreduce across
+             * nodes (2 (M - 1)) */
             seg = at_least_1(ceil_div(n, 512 * 1024));
             seg = seg > 8 ? 8 : seg;
+            seg = seg > ceil_div(n, 8 << 20) ? seg : ceil_div(n, 8 << 20);
             *msgs = 2 * seg * P * (P / nn - 1 + nn - 1), *bytes = 2 * (P - 1) * n;
         } else if (!strcmp(a, "hier_bcast"))
             *msgs = (P - 1) * seg, *bytes = (P - 1) * n;
@@ -1331,9 +1333,9 @@ static void run_pipelined(void)
 {
     static const int sizes[] = {2, 3, 5, 8};
     size_t i, k;
+    case_t c;
     for (k = 0; k < NALGOS; k++) {
         const algo_t *al = &algos[k];
-        case_t c;
         if (al->coll != XC_COLL_ALLREDUCE && al->coll != XC_COLL_BCAST &&
             al->coll != XC_COLL_REDUCE && al->coll != XC_COLL_ALLGATHER &&
             al->coll != XC_COLL_REDUCE_SCATTER)
@@ -1356,6 +1358,29 @@ static void run_pipelined(void)
             for (ip = 0; ip < (al->coll == XC_COLL_BCAST ? 1 : 2); ip++) {
                 c.in_place = ip;
                 c.root = P - 1;
+                c.eager = ip;
+                c.land_reduce = (int)(i % 2);
+                run_case(&c);
+            }
+        }
+    }
+    /* hier2d's segments over nodes of 3 and 4 ranks, two nodes (the ring's
+     * neighbours are one rank) and nodes that are not rank ranges */
+    for (k = 0; k < NALGOS; k++) {
+        static const int shapes[][2] = {{6, 3}, {9, 3}, {12, -3}};
+        if (!needs_even_nodes(&algos[k]))
+            continue;
+        for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+            int ip;
+            memset(&c, 0, sizeof(c));
+            c.algo = &algos[k];
+            c.size = shapes[i][0];
+            c.topo = shapes[i][1];
+            c.count = 600000 + (size_t)c.size;
+            c.dtype = XCOLL_FLOAT32;
+            c.op = i % 2 ? XCOLL_AVG : XCOLL_SUM;
+            for (ip = 0; ip < 2; ip++) {
+                c.in_place = ip;
                 c.eager = ip;
                 c.land_reduce = (int)(i % 2);
                 run_case(&c);
