@@ -493,8 +493,8 @@ static case_t decline_case(const algo_t *al, int P, int topo)
     return c;
 }
 
-/* Whether c's builder declines (rank P-1 builds). */
-static int declines(const case_t *c)
+/* What c's builder returns on rank P-1 (XCOLL_ERR_UNSUPPORTED: it declines). */
+static xcoll_status_t build_status(const case_t *c)
 {
     xc_sched_t s;
     xc_coll_args_t a;
@@ -512,7 +512,7 @@ static int declines(const case_t *c)
     xc_sched_finish(&s);
     xc_sched_fini(&s);
     xc_topo_free((struct xc_topo *)a.topo);
-    return st == XCOLL_ERR_UNSUPPORTED;
+    return st;
 }
 
 /* hier2d needs every node to have as many ranks as the others. */
@@ -531,7 +531,9 @@ static void check_hier_declines(const algo_t *al, int P)
     int i;
     for (i = 0; i < 3; i++) {
         case_t c = decline_case(al, P, topos[i]);
-        report(&c, declines(&c), "built where it should decline");
+        xcoll_status_t st = build_status(&c);
+        report(&c, st == XCOLL_ERR_UNSUPPORTED, "built (%s) where it should decline",
+               xcoll_strerror(st));
     }
 }
 
@@ -557,8 +559,10 @@ static void run_topos(case_t *c)
         if (needs_even_nodes(c->algo) && !topo_even(c->size, k)) {
             if (c->count == 0 && !c->in_place && c->dtype == XCOLL_INT32) {
                 case_t d = decline_case(c->algo, c->size, k);
-                report(&d, declines(&d),
-                       "built over nodes of different sizes, where it should decline");
+                xcoll_status_t st = build_status(&d);
+                report(&d, st == XCOLL_ERR_UNSUPPORTED,
+                       "built (%s) over nodes of different sizes, where it should decline",
+                       xcoll_strerror(st));
             }
             continue;
         }
