@@ -210,6 +210,67 @@ static int job_is_one_node(void)
     return nnodes != NULL && strcmp(nnodes, "1") == 0;
 }
 
+/* 1 if the context opened a resource of UCX's TCP transport. UCX has no
+ * query for it; its printed description lists one "resource" line per
+ * transport and device ("... -- tcp/eth0"). */
+static int context_has_tcp(ucp_context_h context)
+{
+    char *text = NULL, *line, *next;
+    size_t len = 0;
+    int found = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return 0;
+    ucp_context_print_info(context, f);
+    fclose(f);
+    for (line = text; line != NULL && !found; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        found = strstr(line, "resource") != NULL && strstr(line, " tcp/") != NULL;
+    }
+    free(text);
+    return found;
+}
+
+/* UCX's TCP transport moves a large message in 8 KiB sends and reads into
+ * 64 KiB buffers: a collective's 128 KiB-1 MiB blocks between nodes cost
+ * dozens of system calls each, on the cores the ranks reduce on. 64 KiB
+ * sends and 256 KiB reads took 4 nodes x 2 ranks from 0.71-0.95x Open MPI to
+ * 0.98-1.00x at 256 KiB-16 MiB (docs/PERFORMANCE.md, "Between nodes: UCX's
+ * TCP segments"). A buffer is held only by an endpoint in the middle of a
+ * send or a read. A user's own setting of either wins.
+ * ucp_config_modify hands names it does not know to every transport's
+ * table; before UCX 1.17 a name matches there without the transport's
+ * prefix ("TX_SEG_SIZE"), from 1.17 only with it ("TCP_TX_SEG_SIZE"). A
+ * name no open transport takes makes UCX warn on every rank, so this runs
+ * only where `context` (created without them) opened TCP. Returns the
+ * number of settings added: the context must then be created again. */
+static int tcp_segments(ucp_config_t *config, ucp_context_h context)
+{
+    static const char *const opts[][2] = {{"TX_SEG_SIZE", "64K"}, {"RX_SEG_SIZE", "256K"}};
+    unsigned major, minor, release;
+    char env[64], key[64];
+    int added = 0;
+    if (!context_has_tcp(context))
+        return 0;
+    ucp_get_version(&major, &minor, &release);
+    int prefixed = major > 1 || (major == 1 && minor >= 17);
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+        snprintf(env, sizeof(env), "UCX_TCP_%s", opts[i][0]);
+        if (getenv(env) != NULL)
+            continue;
+        snprintf(key, sizeof(key), "%s%s", prefixed ? "TCP_" : "", opts[i][0]);
+        if (ucp_config_modify(config, key, opts[i][1]) == UCS_OK) {
+            xc_debug("UCX: %s=%s", env, opts[i][1]);
+            added++;
+        } else {
+            xc_debug("UCX: could not set %s=%s; UCX's default stays", env, opts[i][1]);
+        }
+    }
+    return added;
+}
+
 static ucs_status_t context_create(int estimated_eps, uint64_t features, int shm_only)
 {
     ucp_config_t *config;
@@ -248,6 +309,10 @@ static ucs_status_t context_create(int estimated_eps, uint64_t features, int shm
     params.mt_workers_shared = 0;
     params.estimated_num_eps = (size_t)estimated_eps;
     status = ucp_init(&params, config, &g_ucx.context);
+    if (status == UCS_OK && !shm_only && tcp_segments(config, g_ucx.context) > 0) {
+        ucp_cleanup(g_ucx.context);
+        status = ucp_init(&params, config, &g_ucx.context);
+    }
     ucp_config_release(config);
     return status;
 }

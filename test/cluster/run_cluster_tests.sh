@@ -115,6 +115,17 @@ inside_two() {
         fail "xcoll-info on node 0 does not name tcp/eth0 between nodes:"
         echo "$info" | sed -n '3,8p'
     fi
+    # UCX's TCP segments between nodes, taken by UCX's TCP transport (it
+    # warns about a setting that no transport took)
+    if mpi tcpseg.2x2 4 -x XCOLL_LOG=debug -x UCX_LOG_FILE=stderr "$bindir/test_comms"; then
+        expect_each tcpseg.2x2 4 "UCX: UCX_TCP_TX_SEG_SIZE=64K" "that UCX's TCP sends 64 KiB segments"
+        if grep -q "invalid configuration" "$logdir/tcpseg.2x2.err"; then
+            fail "tcpseg.2x2: UCX did not take a setting:"
+            grep -m 4 "invalid configuration" "$logdir/tcpseg.2x2.err"
+        else
+            pass "tcpseg.2x2: UCX took the TCP settings (no warning)"
+        fi
+    fi
     hier_run hier.2x2 4
     hier2d_run hier2d.2x2 4
     mpi nonblocking.2x2 4 "$bindir/test_nonblocking"

@@ -331,6 +331,40 @@ if [ "${XCOLL_TEST_SWEEP:-1}" = 1 ]; then
     ran_algo allreduce hier2d hier2dlog.6 "6 ranks in nodes of 3"
 fi
 
+# UCX's TCP segments (tcp_segments in lib/ucx/ucx_transport.c): set where
+# UCX opens TCP, unless the user set them; never where it does not, where
+# UCX would warn on every rank about a setting no transport took (so that
+# warning's absence also proves UCX's TCP transport took the ones set;
+# UCX logs to stdout unless told otherwise).
+# log_has RUN PATTERN COUNT WHAT: RUN's log has COUNT lines matching PATTERN
+log_has() {
+    n=$(grep -c -- "$2" "$logdir/test_comms.$1.err")
+    if [ "$n" = "$3" ]; then
+        echo "run_mpi_tests: PASS $4"
+        passed=$((passed + 1))
+    else
+        echo "run_mpi_tests: FAIL $4: $n lines match '$2' in the log of $1, not $3"
+        grep -m 5 -- "$2" "$logdir/test_comms.$1.err"
+        failed=$((failed + 1))
+        failed_runs="$failed_runs $1"
+    fi
+}
+XCOLL_LOG=debug UCX_TLS=tcp,self UCX_TCP_RX_SEG_SIZE=128K UCX_LOG_FILE=stderr
+export XCOLL_LOG UCX_TLS UCX_TCP_RX_SEG_SIZE UCX_LOG_FILE
+label=.tcpseg
+run test_comms 2
+unset UCX_TCP_RX_SEG_SIZE
+UCX_TLS=sm,self
+label=.smself
+run test_comms 2
+label=
+unset XCOLL_LOG UCX_TLS UCX_LOG_FILE
+log_has tcpseg.2 "debug: UCX: UCX_TCP_TX_SEG_SIZE=64K" 2 "UCX over TCP: both ranks set 64 KiB sends"
+log_has tcpseg.2 "UCX_TCP_RX_SEG_SIZE=256K" 0 "UCX over TCP: the user's UCX_TCP_RX_SEG_SIZE stays"
+log_has tcpseg.2 "invalid configuration" 0 "UCX over TCP: UCX took the settings (no warning)"
+log_has smself.2 "SEG_SIZE" 0 "UCX_TLS=sm,self: no TCP settings"
+log_has smself.2 "invalid configuration" 0 "UCX_TLS=sm,self: no warning from UCX"
+
 for np in 2 3 4 8; do
     run test_nonblocking $np
 done

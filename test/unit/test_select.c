@@ -92,13 +92,20 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_REDUCE, 2, 2, 1 << 20, "linear"},
         {XC_COLL_REDUCE, 2, 1, 1 << 20, "binomial"},  /* 2 nodes x 1 */
         {XC_COLL_REDUCE, 3, 3, 1 << 20, "binomial"},
-        /* allreduce: every rank crossing from 1 MiB at 2 and 4 nodes x 2,
-         * the leaders (or the single-node choice) below it; modelled from 64
-         * ranks, for nodes of 128 */
+        /* allreduce: every rank crossing from 1 MiB at 2 nodes x 2 and from
+         * 128 KiB at 5+ ranks in nodes of up to 4, the leaders (or the
+         * single-node choice) below it; modelled from 64 ranks, for nodes
+         * of 128 */
         {XC_COLL_ALLREDUCE, 4, 2, 1 << 20, "hier2d"},
         {XC_COLL_ALLREDUCE, 4, 2, 512 << 10, "hier"},
         {XC_COLL_ALLREDUCE, 8, 2, 4 << 20, "hier2d"},
-        {XC_COLL_ALLREDUCE, 8, 2, 512 << 10, "rabenseifner"},
+        {XC_COLL_ALLREDUCE, 8, 2, 512 << 10, "hier2d"},     /* from 128 KiB, nodes of <= 4 */
+        {XC_COLL_ALLREDUCE, 8, 4, 128 << 10, "hier2d"},     /* 2 nodes x 4 */
+        {XC_COLL_ALLREDUCE, 6, 2, 256 << 10, "hier2d"},     /* 3 nodes x 2 */
+        {XC_COLL_ALLREDUCE, 8, 2, 64 << 10, "dbtree"},      /* below it */
+        {XC_COLL_ALLREDUCE, 8, 8, 512 << 10, "rabenseifner"}, /* one node */
+        {XC_COLL_ALLREDUCE, 8, 5, 512 << 10, "rabenseifner"}, /* 5 + 3: not measured */
+        {XC_COLL_ALLREDUCE, 32, 4, 256 << 10, "hier2d"},
         {XC_COLL_ALLREDUCE, 1024, 128, 256 << 10, "hier2d"},
         {XC_COLL_ALLREDUCE, 1024, 128, 8 << 20, "dbtree"},
     };
