@@ -35,7 +35,8 @@ for r in $(seq 1 "${ROUNDS:-3}"); do
             "${xs[@]}" build/bin/xcoll-perf -C "${COLL:-allreduce}" -b "${MINB:-64K}" -e "${MAXB:-16M}" \
             -f "${F:-4}" -n "${N:-10}" -w 2 -a 3 --no-inplace --vs-mpi --csv "${algo[@]}" 2> /dev/null |
             grep -v '^coll' | sed "s|^|$v;|" >> "$out"
-        [ "${PIPESTATUS[0]}" -eq 0 ] || echo "cluster_ab.sh: round $r, $v: exit ${PIPESTATUS[0]}" >&2
+        rc=${PIPESTATUS[0]}
+        [ "$rc" -eq 0 ] || echo "cluster_ab.sh: round $r, $v: exit $rc" >&2
     done
 done
 # variant;coll,nranks,size,...: xcoll's time is field 8, Open MPI's 20

@@ -29,9 +29,10 @@
  * ahead of everything at 4 x 2; hier2d also declines where nodes differ
  * in size, hence hier after it only where hier beat the single-node
  * choice). With nodes of up to 4 ranks hier2d serves from 128 KiB at 5+
- * ranks (measured at 3 x 2, 4 x 2 and 2 x 4: 1.6-2.6x the single-node
- * dbtree and rabenseifner there; the per-node term keeps one node of 5+
- * ranks on its own choice). From 64 ranks the last rules win: modelled, not
+ * ranks (measured at 3 x 2, 4 x 2 and 2 x 4: 1.4-2.6x the rules before,
+ * level with or ahead of every other algorithm; where it declines, one
+ * node's choice as before; the per-node term keeps one node of 5+ ranks
+ * on its own choice). From 64 ranks the last rules win: modelled, not
  * measured (bench/model_rules.py prints them; docs/SCALING.md says how),
  * "/1-16" for nodes of up to 16 ranks, "/17-inf" for fuller ones. */
 const char xc_tune_defaults[] =
@@ -44,7 +45,7 @@ const char xc_tune_defaults[] =
     "16k-64k:hier|ring,64k-256k:hier|dbtree|ring,256k-1m:hier|rabenseifner|ring,"
     "1m-inf:hier2d|hier|rabenseifner|ring\n"
     "allreduce@5-inf:1m-16m:hier2d|rabenseifner|ring,16m-inf:hier2d|hier|rabenseifner|ring\n"
-    "allreduce@5-inf/1-4:128k-1m:hier2d|rabenseifner|ring\n"
+    "allreduce@5-inf/1-4:128k-256k:hier2d|dbtree|ring,256k-1m:hier2d|rabenseifner|ring\n"
     "bcast:0-1m:binomial,1m-inf:chain|binomial\n"
     "bcast@5-8:8k-256k:linear|binomial,256k-4m:binomial,4m-inf:linear|binomial\n"
     "reduce:0-inf:binomial\n"

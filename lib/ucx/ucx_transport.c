@@ -238,37 +238,42 @@ static int context_has_tcp(ucp_context_h context)
  * dozens of system calls each, on the cores the ranks reduce on. 64 KiB
  * sends and 256 KiB reads took 4 nodes x 2 ranks from 0.71-0.95x Open MPI to
  * 0.98-1.00x at 256 KiB-16 MiB (docs/PERFORMANCE.md, "Between nodes: UCX's
- * TCP segments"). A buffer is held only by an endpoint in the middle of a
- * send or a read. A user's own setting of either wins.
+ * TCP segments"). The cost is memory: UCX's receive buffers (twice the read
+ * size, taken 8 at a time, never given back) grow to one per peer whose data
+ * is being read at that moment, 512 KiB each instead of 128 KiB.
+ * UCX refuses a read size below the send size, so where the user set either
+ * (in the environment) both stay as they are.
  * ucp_config_modify hands names it does not know to every transport's
  * table; before UCX 1.17 a name matches there without the transport's
  * prefix ("TX_SEG_SIZE"), from 1.17 only with it ("TCP_TX_SEG_SIZE"). A
  * name no open transport takes makes UCX warn on every rank, so this runs
- * only where `context` (created without them) opened TCP. Returns the
- * number of settings added: the context must then be created again. */
+ * only where `context` (created without them) opened TCP. Returns 1 where
+ * it added them: the context must then be created again. */
 static int tcp_segments(ucp_config_t *config, ucp_context_h context)
 {
     static const char *const opts[][2] = {{"TX_SEG_SIZE", "64K"}, {"RX_SEG_SIZE", "256K"}};
     unsigned major, minor, release;
-    char env[64], key[64];
-    int added = 0;
+    char key[64];
+    size_t i;
+    if (getenv("UCX_TCP_TX_SEG_SIZE") != NULL || getenv("UCX_TCP_RX_SEG_SIZE") != NULL) {
+        xc_debug("UCX: the TCP segment sizes are the user's");
+        return 0;
+    }
     if (!context_has_tcp(context))
         return 0;
     ucp_get_version(&major, &minor, &release);
     int prefixed = major > 1 || (major == 1 && minor >= 17);
-    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
-        snprintf(env, sizeof(env), "UCX_TCP_%s", opts[i][0]);
-        if (getenv(env) != NULL)
-            continue;
+    for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
         snprintf(key, sizeof(key), "%s%s", prefixed ? "TCP_" : "", opts[i][0]);
-        if (ucp_config_modify(config, key, opts[i][1]) == UCS_OK) {
-            xc_debug("UCX: %s=%s", env, opts[i][1]);
-            added++;
-        } else {
-            xc_debug("UCX: could not set %s=%s; UCX's default stays", env, opts[i][1]);
+        if (ucp_config_modify(config, key, opts[i][1]) != UCS_OK) {
+            /* a send size alone could exceed the read size */
+            xc_debug("UCX: could not set UCX_TCP_%s=%s; UCX's defaults stay", opts[i][0],
+                     opts[i][1]);
+            return 0;
         }
     }
-    return added;
+    xc_debug("UCX: UCX_TCP_TX_SEG_SIZE=64K, UCX_TCP_RX_SEG_SIZE=256K");
+    return 1;
 }
 
 static ucs_status_t context_create(int estimated_eps, uint64_t features, int shm_only)
@@ -309,9 +314,14 @@ static ucs_status_t context_create(int estimated_eps, uint64_t features, int shm
     params.mt_workers_shared = 0;
     params.estimated_num_eps = (size_t)estimated_eps;
     status = ucp_init(&params, config, &g_ucx.context);
-    if (status == UCS_OK && !shm_only && tcp_segments(config, g_ucx.context) > 0) {
-        ucp_cleanup(g_ucx.context);
-        status = ucp_init(&params, config, &g_ucx.context);
+    if (status == UCS_OK && !shm_only && tcp_segments(config, g_ucx.context)) {
+        ucp_context_h again;
+        if (ucp_init(&params, config, &again) == UCS_OK) {
+            ucp_cleanup(g_ucx.context);
+            g_ucx.context = again;
+        } else {
+            xc_debug("UCX: a context with the TCP segment sizes failed; keeping UCX's defaults");
+        }
     }
     ucp_config_release(config);
     return status;

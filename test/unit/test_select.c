@@ -106,6 +106,7 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_ALLREDUCE, 8, 8, 512 << 10, "rabenseifner"}, /* one node */
         {XC_COLL_ALLREDUCE, 8, 5, 512 << 10, "rabenseifner"}, /* 5 + 3: not measured */
         {XC_COLL_ALLREDUCE, 32, 4, 256 << 10, "hier2d"},
+        {XC_COLL_ALLREDUCE, 64, 4, 256 << 10, "rabenseifner"}, /* modelled from 64 */
         {XC_COLL_ALLREDUCE, 1024, 128, 256 << 10, "hier2d"},
         {XC_COLL_ALLREDUCE, 1024, 128, 8 << 20, "dbtree"},
     };
