@@ -272,7 +272,7 @@ static int tcp_segments(ucp_config_t *config, ucp_context_h context)
             return 0;
         }
     }
-    xc_debug("UCX: UCX_TCP_TX_SEG_SIZE=64K, UCX_TCP_RX_SEG_SIZE=256K");
+    xc_debug("UCX: UCX_TCP_%s=%s, UCX_TCP_%s=%s", opts[0][0], opts[0][1], opts[1][0], opts[1][1]);
     return 1;
 }
 

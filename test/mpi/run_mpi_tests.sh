@@ -350,23 +350,21 @@ log_has() {
         failed_runs="$failed_runs $1"
     fi
 }
-(
-    unset UCX_TCP_TX_SEG_SIZE UCX_TCP_RX_SEG_SIZE
-    XCOLL_LOG=debug UCX_LOG_FILE=stderr UCX_LOG_LEVEL=debug UCX_TLS=tcp,self
-    export XCOLL_LOG UCX_LOG_FILE UCX_LOG_LEVEL UCX_TLS
-    label=.tcpseg
-    run test_comms 2
-    UCX_TCP_RX_SEG_SIZE=32K
-    export UCX_TCP_RX_SEG_SIZE
-    label=.tcpuser
-    run test_comms 2
-    unset UCX_TCP_RX_SEG_SIZE UCX_LOG_LEVEL
-    UCX_TLS=sm,self
-    label=.smself
-    run test_comms 2
-    echo "$passed $failed $failed_runs" > "$logdir/tcpseg.counts"
-)
-read passed failed failed_runs < "$logdir/tcpseg.counts"
+unset UCX_TCP_TX_SEG_SIZE UCX_TCP_RX_SEG_SIZE
+XCOLL_LOG=debug UCX_LOG_FILE=stderr UCX_LOG_LEVEL=debug UCX_TLS=tcp,self
+export XCOLL_LOG UCX_LOG_FILE UCX_LOG_LEVEL UCX_TLS
+label=.tcpseg
+run test_comms 2
+UCX_TCP_RX_SEG_SIZE=32K
+export UCX_TCP_RX_SEG_SIZE
+label=.tcpuser
+run test_comms 2
+unset UCX_TCP_RX_SEG_SIZE UCX_LOG_LEVEL
+UCX_TLS=sm,self
+label=.smself
+run test_comms 2
+label=
+unset XCOLL_LOG UCX_LOG_FILE UCX_TLS
 log_has tcpseg.2 "debug: UCX: UCX_TCP_TX_SEG_SIZE=64K, UCX_TCP_RX_SEG_SIZE=256K" 2 \
     "UCX over TCP: both ranks ask for 64 KiB sends and 256 KiB reads"
 log_has tcpseg.2 "apply UCT configuration \(TCP_\)\{0,1\}TX_SEG_SIZE=64K" some \
