@@ -130,7 +130,7 @@ static void complete(struct xcoll_request_s *r, xcoll_status_t status)
 {
     const xc_transport_t *tl = r->comm->tl;
     if (status == XCOLL_OK && r->exec.max_send > XC_FLUSH_ABOVE_BYTES && tl->flush != NULL)
-        status = tl->flush(r->comm->tl_comm);
+        status = tl->flush(r->comm->tl_comm, r->comm->timeout_s);
     r->done = 1;
     unlink_active(r);
     if (status == XCOLL_ERR_PEER_LOST && !r->in_census)

@@ -94,8 +94,10 @@ typedef struct xc_transport {
      * sender while the sender still owes the receiver a protocol message
      * that only the sender's own progress delivers; if the application
      * then blocks in MPI, the receiver waits forever. The request layer
-     * flushes before it reports such a collective complete. */
-    xcoll_status_t (*flush)(void *tl_comm);
+     * flushes before it reports such a collective complete. A flush may
+     * itself wait for peers (UCX's TCP asks each for an acknowledgement):
+     * it yields while it waits, and fails after timeout_s (0: never). */
+    xcoll_status_t (*flush)(void *tl_comm, double timeout_s);
 
     /* Optional (NULL = no). 1 if isend/irecv take device (and managed)
      * memory themselves, as a CUDA-aware UCX does; otherwise the engine

@@ -1660,11 +1660,11 @@ static void shm_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
     }
 }
 
-static xcoll_status_t shm_flush(void *tl_comm)
+static xcoll_status_t shm_flush(void *tl_comm, double timeout_s)
 {
     xc_shm_comm_t *c = tl_comm;
     /* shared-memory sends complete only once the receiver has them */
-    return xc_ucx_transport.flush(c->ucx);
+    return xc_ucx_transport.flush(c->ucx, timeout_s);
 }
 
 /* Only UCX loses peers: a local one that dies is seen by a timeout. */

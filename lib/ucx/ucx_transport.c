@@ -1110,10 +1110,17 @@ static void ucx_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
         ucx_sleep(&w, max_wait_us);
 }
 
-static xcoll_status_t ucx_flush(void *tl_comm)
+/* Over TCP a flush is a round trip: UCX sends every peer written to since
+ * the last flush an empty PUT and waits for its acknowledgement
+ * (uct_tcp_ep_flush), which that peer's progress sends. So the wait
+ * yields the core to a peer that shares it, and ends at the timeout: a
+ * peer that left xcoll for MPI, waiting there for this rank, never
+ * answers. */
+static xcoll_status_t ucx_flush(void *tl_comm, double timeout_s)
 {
     ucp_request_param_t param;
     ucs_status_t st;
+    uint64_t deadline = 0;
     void *r;
     (void)tl_comm;
     memset(&param, 0, sizeof(param));
@@ -1124,10 +1131,19 @@ static xcoll_status_t ucx_flush(void *tl_comm)
         xc_error("flushing the UCX worker: %s", ucs_status_string(UCS_PTR_STATUS(r)));
         return XCOLL_ERR_TRANSPORT;
     }
-    /* completes locally: what is flushed is already in the peers' queues
-     * or being written by us, so no peer needs to be in xcoll for this */
-    while ((st = ucp_request_check_status(r)) == UCS_INPROGRESS)
-        ucp_worker_progress(g_ucx.worker);
+    while ((st = ucp_request_check_status(r)) == UCS_INPROGRESS) {
+        if (ucp_worker_progress(g_ucx.worker) != 0)
+            continue;
+        if (timeout_s > 0 && deadline == 0)
+            deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
+        if (deadline != 0 && now_ns() > deadline) {
+            ucp_request_free(r); /* legal in flight: UCX releases it when done */
+            xc_error("flushing the UCX worker: a peer sent to did not acknowledge in %.1f s "
+                     "(it is no longer progressing xcoll)", timeout_s);
+            return XCOLL_ERR_TIMEOUT;
+        }
+        sched_yield();
+    }
     ucp_request_free(r);
     if (st != UCS_OK) {
         xc_error("flushing the UCX worker: %s", ucs_status_string(st));
