@@ -43,13 +43,51 @@ logdir=${XCOLL_CLUSTER_LOGDIR:-}
 pass() { echo "run_cluster_tests: PASS $*"; }
 fail() { echo "run_cluster_tests: FAIL $*"; }
 
+# snapshot FILE: where every test process of the cluster is, from outside
+# it (kernel state only: a debugger would stop them). Taken when a rank
+# times out, while the ranks it waits for are still held: a stall seen
+# under load (a remote rank stuck outside xcoll for the whole timeout,
+# released when the others gave up) has not been caught any other way.
+snapshot() {
+    {
+        echo "snapshot at $(date +%T)"
+        n=0
+        while [ "$n" -lt "${XCOLL_CLUSTER_NODES:-0}" ]; do
+            for p in $("$XCOLL_CLUSTER_PS" $n 2> /dev/null); do
+                c=$(cat "/proc/$p/comm" 2> /dev/null)
+                case $c in test_* | orted | mpirun) ;; *) continue ;; esac
+                for t in /proc/$p/task/*; do
+                    echo "node $n pid $p ($c) task ${t##*/} ($(cat "$t/comm" 2> /dev/null)):" \
+                        "state $(cut -d' ' -f3 "$t/stat" 2> /dev/null)," \
+                        "syscall $(cat "$t/syscall" 2> /dev/null)," \
+                        "wchan $(cat "$t/wchan" 2> /dev/null)"
+                done
+                head -n 6 "/proc/$p/stack" 2> /dev/null | sed 's/^/    /'
+            done
+            n=$((n + 1))
+        done
+    } > "$1" 2>&1
+}
+
 # mpi NAME NP PROGRAM ARGS...: one job; stderr kept in $logdir/NAME.err
 mpi() {
     name=$1 np=$2
     shift 2
     start=$(date +%s)
     timeout "$TEST_TIMEOUT" "$XCOLL_CLUSTER_MPIRUN" -np "$np" "$@" > "$logdir/$name.out" \
-        2> "$logdir/$name.err"
+        2> "$logdir/$name.err" &
+    job=$!
+    # the first timeout's snapshot (test_timeout's are expected: skipped)
+    i=0
+    while [ $i -lt $((TEST_TIMEOUT * 2 + 40)) ] && kill -0 $job 2> /dev/null; do
+        sleep 0.5
+        i=$((i + 1))
+        case $name in timeout.* | leave.*) continue ;; esac
+        if [ ! -e "$logdir/$name.stall" ] && grep -q -m 1 "timed out after" "$logdir/$name.err"; then
+            snapshot "$logdir/$name.stall"
+        fi
+    done
+    wait $job
     rc=$?
     took=$(($(date +%s) - start))
     if [ "$rc" -eq 0 ]; then
@@ -58,6 +96,10 @@ mpi() {
     fi
     fail "$name ($np ranks, rc $rc, ${took} s):"
     grep -m 20 "FAIL\|error" "$logdir/$name.err" "$logdir/$name.out"
+    if [ -s "$logdir/$name.stall" ]; then
+        echo "run_cluster_tests: $name: where the test processes were when the first rank timed out:"
+        head -n 100 "$logdir/$name.stall"
+    fi
     return 1
 }
 
