@@ -1120,7 +1120,7 @@ static xcoll_status_t ucx_flush(void *tl_comm, double timeout_s)
 {
     ucp_request_param_t param;
     ucs_status_t st;
-    uint64_t deadline = 0;
+    uint64_t now, deadline = 0;
     void *r;
     (void)tl_comm;
     memset(&param, 0, sizeof(param));
@@ -1134,9 +1134,10 @@ static xcoll_status_t ucx_flush(void *tl_comm, double timeout_s)
     while ((st = ucp_request_check_status(r)) == UCS_INPROGRESS) {
         if (ucp_worker_progress(g_ucx.worker) != 0)
             continue;
+        now = now_ns();
         if (timeout_s > 0 && deadline == 0)
-            deadline = now_ns() + (uint64_t)(timeout_s * 1e9);
-        if (deadline != 0 && now_ns() > deadline) {
+            deadline = now + (uint64_t)(timeout_s * 1e9);
+        if (deadline != 0 && now > deadline) {
             ucp_request_free(r); /* legal in flight: UCX releases it when done */
             xc_error("flushing the UCX worker: a peer sent to did not acknowledge in %.1f s "
                      "(it is no longer progressing xcoll)", timeout_s);
