@@ -68,7 +68,6 @@ static void reset_run(xc_exec_t *x)
     x->ndone = 0;
     x->status = XCOLL_OK;
     x->msgs_sent = x->bytes_sent = 0;
-    x->max_send = 0;
     x->is_p2p = 0;
     x->user_tag = 0;
 }
@@ -297,8 +296,6 @@ static xcoll_status_t start_step(xc_exec_t *x, uint32_t i)
                           &req);
         x->msgs_sent++;
         x->bytes_sent += st->bytes;
-        if (st->bytes > x->max_send)
-            x->max_send = st->bytes;
     } else if (st->kind == XC_STEP_RECV_REDUCE && x->tl->irecv_reduce != NULL &&
                x->lstage == NULL && st->bytes > 0) {
         rc = post_reducing_recv(x, st, buf, &req);
@@ -744,8 +741,6 @@ static xcoll_status_t post_send(xc_exec_t *x, uint32_t i, const void *buf)
     const xc_step_t *st = &x->sched->steps[i];
     x->msgs_sent++;
     x->bytes_sent += st->bytes;
-    if (st->bytes > x->max_send)
-        x->max_send = st->bytes;
     x->gstep[i].phase = GPHASE_NET;
     return x->tl->isend(x->tl_comm, st->peer, tag_for(x, st, x->sched->rank), buf, st->bytes,
                         &x->treq[i]);

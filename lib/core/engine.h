@@ -31,7 +31,6 @@ typedef struct xc_exec {
     uint32_t ndone;
     xcoll_status_t status;     /* first error, or XCOLL_OK */
     uint64_t msgs_sent, bytes_sent; /* counted for the simulator's checks */
-    size_t max_send;           /* largest message sent: decides the flush */
     /* Device data (see xc_exec_init); gpu is NULL for a host exec. */
     const xc_gpu_backend_t *gpu;
     uint8_t mem[XC_BUF_COUNT]; /* xc_memtype_t of each buffer */

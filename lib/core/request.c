@@ -76,10 +76,6 @@ static void unlink_active(struct xcoll_request_s *r)
     r->prev_active = r->next_active = NULL;
 }
 
-/* Messages up to this size go eagerly (UCX's eager limit on shared memory
- * is about 8 KiB) and owe the receiver nothing once complete. */
-#define XC_FLUSH_ABOVE_BYTES 8192
-
 /* For a request that fails because peers are lost: names every rank of
  * its communicator the transport lost, once, where the failure is seen. */
 static void log_lost(const struct xcoll_request_s *r)
@@ -128,9 +124,6 @@ static void log_lost(const struct xcoll_request_s *r)
 
 static void complete(struct xcoll_request_s *r, xcoll_status_t status)
 {
-    const xc_transport_t *tl = r->comm->tl;
-    if (status == XCOLL_OK && r->exec.max_send > XC_FLUSH_ABOVE_BYTES && tl->flush != NULL)
-        status = tl->flush(r->comm->tl_comm, r->comm->timeout_s);
     r->done = 1;
     unlink_active(r);
     if (status == XCOLL_ERR_PEER_LOST && !r->in_census)

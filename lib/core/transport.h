@@ -89,16 +89,6 @@ typedef struct xc_transport {
      * number of events handled (0 when idle). */
     int (*progress)(void *tl_comm);
 
-    /* Optional (NULL = nothing to do). Blocks until everything this process
-     * has sent so far has left it. A large UCX send can complete on the
-     * sender while the sender still owes the receiver a protocol message
-     * that only the sender's own progress delivers; if the application
-     * then blocks in MPI, the receiver waits forever. The request layer
-     * flushes before it reports such a collective complete. A flush may
-     * itself wait for peers (UCX's TCP asks each for an acknowledgement):
-     * it yields while it waits, and fails after timeout_s (0: never). */
-    xcoll_status_t (*flush)(void *tl_comm, double timeout_s);
-
     /* Optional (NULL = no). 1 if isend/irecv take device (and managed)
      * memory themselves, as a CUDA-aware UCX does; otherwise the engine
      * stages device data through pinned host memory. */

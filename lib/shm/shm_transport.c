@@ -1660,13 +1660,6 @@ static void shm_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
     }
 }
 
-static xcoll_status_t shm_flush(void *tl_comm, double timeout_s)
-{
-    xc_shm_comm_t *c = tl_comm;
-    /* shared-memory sends complete only once the receiver has them */
-    return xc_ucx_transport.flush(c->ucx, timeout_s);
-}
-
 /* Only UCX loses peers: a local one that dies is seen by a timeout. */
 static unsigned shm_lost_count(void *tl_comm)
 {
@@ -1703,7 +1696,6 @@ const xc_transport_t xc_shm_transport = {
     .test = shm_test,
     .cancel = shm_cancel,
     .progress = shm_progress,
-    .flush = shm_flush,
     .device_memory = shm_device_memory,
     .idle = shm_idle,
     .arm = shm_arm,

@@ -1110,49 +1110,6 @@ static void ucx_idle(void *tl_comm, unsigned idle_rounds, unsigned max_wait_us)
         ucx_sleep(&w, max_wait_us);
 }
 
-/* Over TCP a flush is a round trip: UCX sends every peer written to since
- * the last flush an empty PUT and waits for its acknowledgement
- * (uct_tcp_ep_flush), which that peer's progress sends. So the wait
- * yields the core to a peer that shares it, and ends at the timeout: a
- * peer that left xcoll for MPI, waiting there for this rank, never
- * answers. */
-static xcoll_status_t ucx_flush(void *tl_comm, double timeout_s)
-{
-    ucp_request_param_t param;
-    ucs_status_t st;
-    uint64_t now, deadline = 0;
-    void *r;
-    (void)tl_comm;
-    memset(&param, 0, sizeof(param));
-    r = ucp_worker_flush_nbx(g_ucx.worker, &param);
-    if (r == NULL)
-        return XCOLL_OK;
-    if (UCS_PTR_IS_ERR(r)) {
-        xc_error("flushing the UCX worker: %s", ucs_status_string(UCS_PTR_STATUS(r)));
-        return XCOLL_ERR_TRANSPORT;
-    }
-    while ((st = ucp_request_check_status(r)) == UCS_INPROGRESS) {
-        if (ucp_worker_progress(g_ucx.worker) != 0)
-            continue;
-        now = now_ns();
-        if (timeout_s > 0 && deadline == 0)
-            deadline = now + (uint64_t)(timeout_s * 1e9);
-        if (deadline != 0 && now > deadline) {
-            ucp_request_free(r); /* legal in flight: UCX releases it when done */
-            xc_error("flushing the UCX worker: a peer sent to did not acknowledge in %.1f s "
-                     "(it is no longer progressing xcoll)", timeout_s);
-            return XCOLL_ERR_TIMEOUT;
-        }
-        sched_yield();
-    }
-    ucp_request_free(r);
-    if (st != UCS_OK) {
-        xc_error("flushing the UCX worker: %s", ucs_status_string(st));
-        return XCOLL_ERR_TRANSPORT;
-    }
-    return XCOLL_OK;
-}
-
 /* The endpoint to peer if UCX failed it, else NULL. */
 static xc_ucx_ep_t *failed_ep(void *tl_comm, int peer)
 {
@@ -1202,7 +1159,6 @@ static int ucx_device_memory(void *tl_comm)
 }
 
 const xc_transport_t xc_ucx_transport = {
-    .flush = ucx_flush,
     .device_memory = ucx_device_memory,
     .name = "ucx",
     .comm_init = ucx_comm_init,

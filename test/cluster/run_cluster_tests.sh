@@ -6,7 +6,8 @@
 #   two      2 nodes x 2 ranks: the collectives (default choice, then the
 #            hierarchical algorithms forced), nonblocking calls, split
 #            communicators, v-variants, a timeout, ranks that leave
-#            (test_leave), the drop-ins; the logs
+#            (test_leave), ranks that go from xcoll straight into MPI
+#            (test_handoff), the drop-ins; the logs
 #            must show the topology found from the real host names (not
 #            XCOLL_TOPO_RANKS_PER_NODE), UCX on TCP to the other node and
 #            xcoll's shared memory within one
@@ -184,6 +185,9 @@ inside_two() {
             fail "timeout.2x2: no 'timed out ... rank 3' line"
         fi
     fi
+    # from xcoll straight into MPI, round after round: nothing in xcoll may
+    # wait for a rank that has gone back to MPI (the UCX flush did)
+    mpi handoff.2x2 4 "$top_builddir/test/cluster/test_handoff" --rounds 300 --timeout 10
     # ranks that destroy the communicator and leave: no loss to a gather
     # that has their data (it still waits for a late rank), with every pair
     # connected before or only the gather's; a loss to one that awaits it
@@ -350,7 +354,8 @@ fi
 
 # --- outside: build each cluster, run its part, count ----------------------------
 if [ ! -x "$bindir/test_coll" ] || [ ! -x "$top_builddir/test/cluster/test_nodeloss" ] ||
-    [ ! -x "$top_builddir/test/cluster/test_leave" ]; then
+    [ ! -x "$top_builddir/test/cluster/test_leave" ] ||
+    [ ! -x "$top_builddir/test/cluster/test_handoff" ]; then
     echo "run_cluster_tests: SKIP: the MPI tests are not built"
     exit 77
 fi
