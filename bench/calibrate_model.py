@@ -7,23 +7,31 @@ measurements: the "Calibration" section of docs/SCALING.md.
    message, reduced on arrival) minus that message.
 2. Measure every algorithm of allreduce, bcast, reduce, allgather,
    reduce_scatter and alltoall at 2 and 4 ranks on one node, 64 KiB to
-   16 MiB (RUNS runs, the median of each point; the slowest rank's mean).
+   16 MiB (RUNS runs, the median of each point; the slowest rank's mean;
+   each job starts at 16 KiB, as the first size also pays the job's
+   first-call costs).
 3. Predict each point with `xcoll-info --predict` and the fitted numbers;
-   across nodes, predict the points of bench/results/cluster/ (2 nodes x 2
-   ranks, unshaped and at 1 Gbit/s; 4 x 2 unshaped) with the link fitted
-   from a 2-node linear bcast (2 x 1 ranks, scripts/cluster.sh).
+   across nodes, predict the points of every algorithm on 2 nodes x 2
+   ranks, unshaped and at 1 Gbit/s, and 4 x 2 unshaped (allreduce) with
+   the link fitted from a 2-node linear bcast (2 x 1 ranks,
+   scripts/cluster.sh): this script's own runs of them (--parts cluster,
+   in bench/results/model/) where there are any, else
+   bench/cluster_sweep.sh's (bench/results/cluster/, one run each).
 4. Print a markdown section: the fitted numbers, the table of predicted vs
    measured, and how many points are within +-25%.
 
 Usage: bench/calibrate_model.py [--runs R] [--report | --parts intra,inter] [--out FILE.md]
   --report: measure nothing, use the CSVs already in bench/results/model/;
   --parts: measure only these (intra: steps 1-2 on this node; inter: the
-  2-node fit), then report.
-Needs mpirun (and root for the 2-node fit). About 15 minutes at 3 runs.
+  2-node fit; cluster: the points across nodes, not measured by default),
+  then report.
+Needs mpirun (and root for the clusters). At 3 runs: intra 2 minutes,
+inter 1, cluster about 30.
 """
 import argparse
 import csv
 import glob
+import math
 import os
 import statistics
 import subprocess
@@ -91,16 +99,18 @@ def measure_intra(runs):
     for run in range(1, runs + 1):
         print("calibrate_model: run %d: the fit" % run, file=sys.stderr)
         perf(2, "%s/fit-bcast-run%d.csv" % (RES, run), "-C", "bcast", "--algo", "linear",
-             "-b", "8", "-e", "16M", "-f", "4")
+             "-b", "8", "-e", "32M", "-f", "2")
         perf(2, "%s/fit-reduce-run%d.csv" % (RES, run), "-C", "reduce", "--algo", "linear",
-             "-b", "8", "-e", "16M", "-f", "4")
+             "-b", "8", "-e", "32M", "-f", "2")
+        perf(4, "%s/fit-turn-run%d.csv" % (RES, run), "-C", "allreduce", "--algo", "recdbl",
+             "-b", "8", "-e", "2K", "-f", "4", "-n", "1000", "-w", "100")
         for np_ in (2, 4):
             for coll, algos in COLLS.items():
                 for a in algos:
                     print("calibrate_model: run %d: %s %s at %d ranks" % (run, coll, a, np_),
                           file=sys.stderr)
                     perf(np_, "%s/%s-np%d-%s-run%d.csv" % (RES, coll, np_, a, run), "-C", coll,
-                         "--algo", a, "-b", "64K", "-e", "16M", "-f", "4")
+                         "--algo", a, "-b", "16K", "-e", "16M", "-f", "4")
 
 
 def measure_inter(runs):
@@ -120,11 +130,45 @@ def measure_inter(runs):
                       % (rate, r.stderr.strip()[-300:]), file=sys.stderr)
 
 
-def fit_link(t):
+# Across nodes: what each namespace cluster measures (nodes, rate, the
+# collectives), every algorithm of them and "hier" where it has one.
+CLUSTERS = [(2, "none", ["allreduce", "bcast", "allgather", "reduce_scatter", "alltoall"]),
+            (4, "none", ["allreduce"]),
+            (2, "1gbit", ["allreduce", "bcast", "allgather", "reduce_scatter", "alltoall"])]
+HIER = ("allreduce", "bcast", "alltoall")
+
+
+def measure_cluster(runs):
+    """Every algorithm on the clusters of CLUSTERS, 2 ranks a node, one
+    cluster per configuration for all its runs (scripts/cluster.sh)."""
+    os.makedirs(RES, exist_ok=True)
+    for nodes, rate, colls in CLUSTERS:
+        lines = []
+        for run in range(1, runs + 1):
+            for coll in colls:
+                for a in COLLS[coll] + (["hier"] if coll in HIER else []):
+                    out = "%s/%s-n%dx2-%s-%s-run%d.csv" % (RES, coll, nodes, rate, a, run)
+                    lines.append(
+                        "timeout 600 $XCOLL_CLUSTER_MPIRUN -np %d --mca mpi_yield_when_idle 1 %s "
+                        "-C %s --algo %s -b 16K -e 16M -f 4 -n 10 -w 2 -a 3 --no-inplace --csv "
+                        "-d float32 -o sum > %s 2> %s.err || echo 'calibrate_model: %s failed' >&2"
+                        % (2 * nodes, PERF, coll, a, out, out, os.path.basename(out)))
+        print("calibrate_model: %d nodes x 2, %s: %d jobs" % (nodes, rate, len(lines)),
+              file=sys.stderr)
+        cmd = ["bash", os.path.join(TOP, "scripts", "cluster.sh"), "exec", "--nodes", str(nodes),
+               "--ranks-per-node", "2", "--timeout", "5400"] + \
+            ([] if rate == "none" else ["--rate", rate]) + ["--", "sh", "-c", "\n".join(lines)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=5600)
+        if r.returncode != 0 or "failed" in r.stderr:
+            print("calibrate_model: the %d-node runs (%s): %s" % (nodes, rate, r.stderr.strip()[-500:]),
+                  file=sys.stderr)
+
+
+def fit_link(t, upto=None):
     """Small-message time (us) and GB/s from {size: us} of one message: the
-    slope over the sizes from 1 MiB, the median time of 32 B to 2 KiB (the
-    first size, 8 B, also pays the job's first-call costs)."""
-    big = sorted(s for s in t if s >= 1 << 20)
+    slope over the sizes from 1 MiB (to `upto`), the median time of 32 B to
+    2 KiB (the first size, 8 B, also pays the job's first-call costs)."""
+    big = sorted(s for s in t if s >= 1 << 20 and (upto is None or s <= upto))
     small = [t[s] for s in t if 32 <= s <= 2048]
     if len(big) < 2 or not small:
         return None
@@ -136,7 +180,7 @@ BLOCKS = ("allgather", "reduce_scatter", "alltoall", "gather", "scatter")
 CORES = os.cpu_count() or 1
 
 
-def predict(nodes, rpn, coll, intra, inter, reduce_gbs, overhead, sizes):
+def predict(nodes, rpn, coll, intra, inter, reduce_gbs, overhead, sizes, extra=()):
     """{(algo, size): us}; sizes as xcoll-perf counts them (the whole
     buffer for the block collectives, whose --predict size is a block).
     Every rank of these runs shares this machine's cores (--cores)."""
@@ -147,33 +191,96 @@ def predict(nodes, rpn, coll, intra, inter, reduce_gbs, overhead, sizes):
            "%.4g" % reduce_gbs, "--overhead", "%.3g" % overhead, "--cores", str(CORES)]
     if inter:
         cmd += ["--inter", inter]
+    cmd += list(extra)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return {(a, b * per): time for b, cells in model_rules.parse(out).items()
             for a, (time, ran) in cells.items() if ran}
 
 
+def log_error(pred, measured):
+    """Sum of squared log ratios over the sizes both have (inf: none)."""
+    both = [s for s in measured if s in pred]
+    if not both:
+        return float("inf")
+    return sum(math.log(pred[s] / measured[s]) ** 2 for s in both)
+
+
+def fit_memory(bc, intra, overhead):
+    """The cache a node's ranks share (MiB) and the factor beyond it
+    (--memory), fitted to the 2-rank linear bcast from 1 MiB: a least
+    squares grid over the model's own predictions of it."""
+    sizes = sorted(s for s in bc if s >= 1 << 20)
+    measured = {s: bc[s] for s in sizes}
+    best = None
+    for mib in (2, 4, 8, 16, 32, 64):
+        for f10 in range(10, 41):
+            extra = ["--memory", "%d,%.1f" % (mib, f10 / 10.0)]
+            pred = predict(1, 2, "bcast", intra, None, 100.0, overhead, sizes, extra)
+            err = log_error({s: pred[("linear", s)] for s in sizes if ("linear", s) in pred},
+                            measured)
+            if best is None or err < best[0]:
+                best = (err, mib, f10 / 10.0)
+    return best[1], best[2]
+
+
+def fit_turn(small, intra, reduce_gbs, overhead, memory):
+    """What a shared core loses turning from one rank to another (us,
+    --turn), fitted to small recursive-doubling allreduces of 4 ranks on
+    this machine's cores: a message there costs the CPU little and the
+    link less, so what is left is the cores changing hands."""
+    sizes = sorted(small)
+    best = None
+    for turn in [t / 4.0 for t in range(0, 41)]:
+        extra = ["--memory", memory, "--turn", "%g" % turn]
+        pred = predict(1, 4, "allreduce", intra, None, reduce_gbs, overhead, sizes, extra)
+        err = log_error({s: pred[("recdbl", s)] for s in sizes if ("recdbl", s) in pred}, small)
+        if best is None or err < best[0]:
+            best = (err, turn)
+    return best[1]
+
+
+def cluster_pattern(tag):
+    """Where a cluster's points are: this script's own runs (--parts
+    cluster) where there are any, else bench/cluster_sweep.sh's."""
+    where = RES if glob.glob("%s/*-%s-*-run*.csv" % (RES, tag)) else CLUSTER_RES
+    return "%s/{coll}-%s-{algo}-run*.csv" % (where, tag)
+
+
 def report(out_path):
     bc = medians("%s/fit-bcast-run*.csv" % RES)
     rd = medians("%s/fit-reduce-run*.csv" % RES)
-    link = fit_link(bc)
-    if link is None or not rd:
+    small4 = medians("%s/fit-turn-run*.csv" % RES)
+    link = fit_link(bc, upto=4 << 20)
+    if link is None or not rd or not small4:
         sys.exit("calibrate_model: no fit measurements in %s (run without --report)" % RES)
     lat, gbs = link
-    big = max(s for s in rd if s in bc)
-    reduce_gbs = big / ((rd[big] - bc[big]) * 1e3) if rd[big] > bc[big] else 100.0
     # the small-message time is two overheads and a latency: split as the
     # model's defaults do (overhead a quarter of it)
     overhead = lat / 4
     intra = "%.4g,%.3g" % (gbs, lat / 2)
+    cache_mib, dram = fit_memory(bc, intra, overhead)
+    memory = "%d,%.1f" % (cache_mib, dram)
+    # gamma: the reduce's time beyond the bcast's, a line through 0 over
+    # the sizes from 1 MiB where its buffers (2 ranks, 2 each) fit the cache
+    fits = [s for s in rd if s in bc and s >= 1 << 20 and 4 * s <= cache_mib << 20]
+    slope = (sum((rd[s] - bc[s]) * s for s in fits) / sum(s * s for s in fits)) if fits else 0
+    reduce_gbs = 1e-3 / slope if slope > 0 else 100.0
+    big = max(fits) if fits else 0
+    turn = fit_turn(small4, intra, reduce_gbs, overhead, memory)
+    extra = ["--memory", memory, "--turn", "%g" % turn]
     lines = ["## Calibration", "",
              "Fitted by `bench/calibrate_model.py` (medians of %d runs, xcoll-perf `-a 3`):"
              % len(glob.glob("%s/fit-bcast-run*.csv" % RES)), "",
              "| what | how | value |", "|---|---|---|",
              "| within a node: alpha, overhead | linear bcast, 2 ranks, 32 B-2 KiB: %.2f us = 2 overheads + alpha | alpha %.2f us, overhead %.2f us |"
              % (lat, lat / 2, overhead),
-             "| within a node: beta | linear bcast, 2 ranks, slope from 1 MiB | %.2f GB/s |" % gbs,
-             "| gamma | linear reduce minus linear bcast, 2 ranks, %s | %.2f GB/s |"
-             % (size_text(big), reduce_gbs)]
+             "| within a node: beta | linear bcast, 2 ranks, slope from 1 to 4 MiB | %.2f GB/s |" % gbs,
+             "| beyond the cache (`--memory`) | linear bcast, 2 ranks, from 1 MiB: least squares of the model's curve | %d MiB shared, then %.1fx |"
+             % (cache_mib, dram),
+             "| gamma | linear reduce minus linear bcast, 2 ranks, 1 MiB-%s: least squares | %.2f GB/s |"
+             % (size_text(big), reduce_gbs),
+             "| a shared core's turn (`--turn`) | recursive-doubling allreduce, 4 ranks on %d cores, 8 B-2 KiB: least squares | %g us |"
+             % (CORES, turn)]
     inter = {}
     for rate in ("none", "1gbit"):
         t = medians("%s/fit-inter-%s-run*.csv" % (RES, rate))
@@ -182,6 +289,12 @@ def report(out_path):
             inter[rate] = "%.4g,%.3g" % (f[1], max(f[0] - 2 * overhead, 0.1))
             lines.append("| between nodes (%s): alpha, beta | linear bcast, 2 nodes x 1 rank | %.1f us, %.3f GB/s |"
                          % ("veth, unshaped" if rate == "none" else "1 Gbit/s tbf", f[0] - 2 * overhead, f[1]))
+    # the unshaped link's rate is what the kernel's TCP on these cores
+    # reaches: the receiving CPU's rate between nodes (--inter-cpu)
+    inter_cpu = ["--inter-cpu", inter["none"].split(",")[0]] if "none" in inter else []
+    if inter_cpu:
+        lines.append("| between nodes: the receiving CPU (`--inter-cpu`) | the unshaped link's rate: TCP runs on the ranks' cores | %s GB/s |"
+                     % inter_cpu[1])
     lines += ["", "Predicted (model, with --cores %d: every rank of these runs shares this "
               "machine's cores) against measured (median), in us; error = predicted / measured "
               "- 1; sizes as xcoll-perf gives them (the whole buffer for the block "
@@ -192,17 +305,18 @@ def report(out_path):
     configs = [("1 node x 2", 1, 2, None, "%s/{coll}-np2-{algo}-run*.csv" % RES),
                ("1 node x 4", 1, 4, None, "%s/{coll}-np4-{algo}-run*.csv" % RES)]
     if "none" in inter:
-        configs += [("2 x 2 nodes", 2, 2, inter["none"], "%s/{coll}-n2x2-none-{algo}-run*.csv" % CLUSTER_RES),
-                    ("4 x 2 nodes", 4, 2, inter["none"], "%s/{coll}-n4x2-none-{algo}-run*.csv" % CLUSTER_RES)]
+        configs += [("2 x 2 nodes", 2, 2, inter["none"], cluster_pattern("n2x2-none")),
+                    ("4 x 2 nodes", 4, 2, inter["none"], cluster_pattern("n4x2-none"))]
     if "1gbit" in inter:
-        configs += [("2 x 2, 1 Gbit/s", 2, 2, inter["1gbit"], "%s/{coll}-n2x2-1gbit-{algo}-run*.csv" % CLUSTER_RES)]
+        configs += [("2 x 2, 1 Gbit/s", 2, 2, inter["1gbit"], cluster_pattern("n2x2-1gbit"))]
     errors = []
     for where, nodes, rpn, inter_link, pattern in configs:
         for coll, algos in COLLS.items():
             measured = {a: medians(pattern.format(coll=coll, algo=a)) for a in algos + ["hier"]}
             if not any(measured.values()):
                 continue
-            pred = predict(nodes, rpn, coll, intra, inter_link, reduce_gbs, overhead, SIZES)
+            pred = predict(nodes, rpn, coll, intra, inter_link, reduce_gbs, overhead, SIZES,
+                           extra + (inter_cpu if inter_link else []))
             for a in algos + ["hier"]:
                 m = measured[a]
                 if not m:
@@ -226,8 +340,9 @@ def report(out_path):
         with open(out_path, "w") as f:
             f.write(text)
     print(text)
-    print("calibrate_model: --intra %s --reduce %.4g --overhead %.3g; across nodes %s"
-          % (intra, reduce_gbs, overhead, inter), file=sys.stderr)
+    print("calibrate_model: --intra %s --reduce %.4g --overhead %.3g %s; across nodes %s %s"
+          % (intra, reduce_gbs, overhead, " ".join(extra), inter, " ".join(inter_cpu)),
+          file=sys.stderr)
 
 
 def main():
@@ -243,6 +358,8 @@ def main():
             measure_intra(args.runs)
         if "inter" in parts:
             measure_inter(args.runs)
+        if "cluster" in parts:
+            measure_cluster(args.runs)
     report(args.out)
 
 

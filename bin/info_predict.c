@@ -26,14 +26,19 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: xcoll-info --predict --nodes N --ranks-per-node K [--intra GB/s,us]\n"
             "                  [--inter GB/s,us] [--reduce GB/s] [--coll C] [--sizes S,S,...]\n"
-            "                  [--overhead us] [--copy GB/s] [--cores N] [--plot FILE.svg]\n"
+            "                  [--overhead us] [--copy GB/s] [--cores N [--turn us]]\n"
+            "                  [--memory MiB,F] [--plot FILE.svg]\n"
             "  The cost model's time for every algorithm of each collective (or of C)\n"
             "  at each message size S (default 8 B to 64 MiB), on N nodes of K ranks:\n"
             "  --intra is shared memory within a node, --inter the NIC a node's ranks\n"
             "  share, --reduce the bytes a rank reduces a second, --copy those it\n"
             "  copies, --overhead a rank's CPU time per message (defaults: this\n"
             "  machine's calibration, docs/SCALING.md); --cores: all ranks share N\n"
-            "  cores, as on a machine with fewer cores than ranks.\n"
+            "  cores, as on a machine with fewer cores than ranks, and --turn is what\n"
+            "  a core loses each time it turns from one rank to another; --memory: a\n"
+            "  node's ranks share MiB of cache, and once the call's buffers on the\n"
+            "  node take twice that, bytes moved, copied or reduced within the node\n"
+            "  cost F times the rates above (in proportion in between).\n"
             "  'picked' is what the active selection table (defaults, XCOLL_TUNE_FILE,\n"
             "  XCOLL_TUNE) chooses, 'best' the fastest by the model. '>T' is a lower\n"
             "  bound: that algorithm was not simulated, as it cannot beat the best or\n"
@@ -201,6 +206,24 @@ static int parse_rate(const char *v, double *sec_per_byte)
     return 0;
 }
 
+/* "MiB,F": the cache a node's ranks share, and F >= 1. */
+static int parse_memory(const char *v, xc_model_params_t *mp)
+{
+    char *end;
+    double mib, f;
+    if (v == NULL)
+        return -1;
+    mib = strtod(v, &end);
+    if (end == v || *end != ',' || !isfinite(mib) || mib < 0)
+        return -1;
+    v = end + 1;
+    if (parse_number(v, 1, 0, &f) != 0)
+        return -1;
+    mp->cache = mib * 1024 * 1024;
+    mp->dram = f;
+    return 0;
+}
+
 static int parse_link(const char *opt, const char *v, xc_link_cost_t *l)
 {
     if (v == NULL || xc_model_parse_link(v, l) != 0) {
@@ -244,6 +267,10 @@ int info_predict(int argc, char **argv)
         } else if (!strcmp(o, "--copy") && parse_rate(v, &mp.copy) == 0) {
         } else if (!strcmp(o, "--overhead") && parse_number(v, 0, 0, &us) == 0) {
             mp.overhead = us * 1e-6;
+        } else if (!strcmp(o, "--turn") && parse_number(v, 0, 0, &us) == 0) {
+            mp.turn = us * 1e-6;
+        } else if (!strcmp(o, "--memory") && parse_memory(v, &mp) == 0) {
+        } else if (!strcmp(o, "--inter-cpu") && parse_rate(v, &mp.inter_cpu) == 0) {
         } else if (!strcmp(o, "--coll") && v && (coll = tool_coll_from_name(v)) >= 0 &&
                    coll <= XC_COLL_BARRIER) {
         } else if (!strcmp(o, "--sizes") && v && *v && tool_each_item(v, add_size, &sizes) == 0) {

@@ -16,10 +16,13 @@
 
 void xc_model_params_default(xc_model_params_t *p)
 {
-    /* the 2-core development machine (docs/SCALING.md, "Calibration",
-     * bench/calibrate_model.py): xcoll's shared memory within a node;
-     * between nodes the namespace cluster's unshaped veth links (TCP on
-     * the same cores); copies at memcpy's speed (bench/results/memcpy) */
+    /* the 2-core development machine (bench/calibrate_model.py, the fit
+     * of 2026-12-05 that docs/SCALING.md's curves were drawn with; the
+     * script prints the current one as options): xcoll's shared memory
+     * within a node; between nodes the namespace cluster's unshaped veth
+     * links (TCP on the same cores); copies at memcpy's speed
+     * (bench/results/memcpy). No cache and no turn: those describe this
+     * machine only (--memory, --turn), not the clusters predicted. */
     p->intra.alpha = 1.0e-6;
     p->intra.beta = 1.0 / 13.7e9;
     p->inter.alpha = 31.4e-6;
@@ -28,6 +31,10 @@ void xc_model_params_default(xc_model_params_t *p)
     p->gamma = 1.0 / 7.9e9;
     p->copy = 1.0 / 14.0e9;
     p->cores = 0;
+    p->turn = 0;
+    p->cache = 0;
+    p->dram = 1;
+    p->inter_cpu = 0;
 }
 
 int xc_model_parse_link(const char *text, xc_link_cost_t *out)
@@ -61,13 +68,13 @@ int xc_model_parse_link(const char *text, xc_link_cost_t *out)
 
 /* A message step's state while it waits for its other end (receives
  * only: the send side finds the receive and writes here). */
-enum { M_IDLE = 0, M_POSTED, M_SEND_WAITING, M_LANDED_EARLY };
+enum { M_IDLE = 0, M_POSTED, M_SEND_WAITING, M_LANDED_EARLY, M_TO_READ };
 
 typedef struct {
     uint64_t bytes;
     double t;           /* receive: when posted, landed or its send was ready */
     int32_t peer;       /* -1: a local step */
-    uint32_t slot;      /* receive in M_SEND_WAITING: the send's step instead */
+    uint32_t slot;      /* receive in M_SEND_WAITING or M_TO_READ: the send's step instead */
     uint32_t waiting;   /* dependencies not yet complete */
     uint8_t kind;
     uint8_t skip_empty;
@@ -149,6 +156,7 @@ typedef struct {
 enum { R_CPU, R_OUT, R_IN, R_CORE };
 typedef struct {
     resource_t r[R_CORE];
+    uint32_t last;      /* 1 + the rank whose work its CPU did last; 0: none */
 } mcore_t;
 
 enum { R_NIC_OUT, R_NIC_IN, R_NIC };
@@ -211,6 +219,7 @@ typedef struct {
     mcore_t *core;             /* per rank, or params.cores of them */
     mnic_t *nic;               /* per node */
     uint32_t ncores, nnodes;
+    double mem;                /* the rates' factor for this call's working set */
     heap_t h;
     xc_model_result_t *res;
     int failed;                /* a send without its receive, or sizes that differ */
@@ -223,10 +232,26 @@ static int node_of(const sim_t *s, int rank)
 }
 
 static double maxd(double a, double b) { return a > b ? a : b; }
+static double mind(double a, double b) { return a < b ? a : b; }
 
 static mcore_t *core_of(const sim_t *s, uint32_t rank)
 {
     return &s->core[s->p->cores > 0 ? rank % (uint32_t)s->p->cores : rank];
+}
+
+/* rank's CPU does `cost` seconds of work from t on (or when it is
+ * free): when it end. A core the ranks share first turns to this rank. */
+static double cpu_work(sim_t *s, uint32_t rank, double t, double cost)
+{
+    mcore_t *c = core_of(s, rank);
+    double begin = maxd(t, c->r[R_CPU].t);
+    if (s->p->cores > 0 && c->last != rank + 1) {
+        if (c->last != 0)
+            begin += s->p->turn;
+        c->last = rank + 1;
+    }
+    c->r[R_CPU].t = begin + cost;
+    return begin + cost;
 }
 
 /* Events name their resource by number: the cores' three each, then the
@@ -354,7 +379,7 @@ static double wire(sim_t *s, uint32_t src, uint32_t dst, uint64_t bytes, double 
 {
     int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
     const xc_link_cost_t *l = ns == nd ? &s->p->intra : &s->p->inter;
-    double tx = (double)bytes * l->beta, start, land;
+    double tx = (double)bytes * l->beta * (ns == nd ? s->mem : 1.0), start, land;
 
     *out = ns == nd ? &core_of(s, src)->r[R_OUT] : &s->nic[ns].r[R_NIC_OUT];
     *in = ns == nd ? &core_of(s, dst)->r[R_IN] : &s->nic[nd].r[R_NIC_IN];
@@ -372,13 +397,36 @@ static double wire(sim_t *s, uint32_t src, uint32_t dst, uint64_t bytes, double 
 }
 
 /* Both ends of a rendezvous message are ready at t: the handshake (one
- * latency), then the data; both steps end when it has landed. */
+ * latency), then the data; both steps end when it has landed. Within a
+ * node the receiver's CPU reads it from the sender's buffer (the shared
+ * memory transport's single copy; take_message): the handshake lands it,
+ * the sender's way out is taken while it is read. */
 static void rendezvous(sim_t *s, uint32_t src, uint32_t si, uint32_t dst, uint32_t ri, double t)
 {
     int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
-    double alpha = ns == nd ? s->p->intra.alpha : s->p->inter.alpha;
+    double alpha = ns == nd ? s->p->intra.alpha : s->p->inter.alpha, end;
     resource_t *out, *in;
-    (void)wire(s, src, dst, step_of(&s->r[src], si)->bytes, t + alpha, &out, &in);
+    if (ns == nd) {
+        mstep_t *rv = step_of(&s->r[dst], ri);
+        resource_t *way = &core_of(s, src)->r[R_OUT];
+        double start = maxd(t + 2 * alpha, way->t);
+        way->t = start + (double)rv->bytes * s->p->intra.beta * s->mem;
+        s->res->msgs++;
+        s->res->bytes += rv->bytes;
+        rv->state = M_TO_READ;
+        rv->slot = si;
+        push(s, start, dst, ri, EV_LANDED);
+        return;
+    }
+    end = wire(s, src, dst, step_of(&s->r[src], si)->bytes, t + alpha, &out, &in);
+    if (s->p->inter_cpu > 0) { /* its CPU takes the bytes as they arrive */
+        mstep_t *rv = step_of(&s->r[dst], ri);
+        rv->state = M_TO_READ;
+        rv->slot = si;
+        push(s, end - (double)rv->bytes * mind(s->p->inter_cpu, s->p->inter.beta), dst, ri,
+             EV_LANDED);
+        return;
+    }
     qpush(s, in, src, si, EV_DONE);
     qpush(s, in, dst, ri, EV_LANDED);
 }
@@ -389,8 +437,8 @@ static void start_send(sim_t *s, uint32_t rank, uint32_t i, double t)
     const mstep_t *st = step_of(r, i);
     uint32_t dst = (uint32_t)st->peer, ri;
     mstep_t *rv = matching_recv(s, rank, dst, st->slot, &ri);
-    resource_t *cpu = &core_of(s, rank)->r[R_CPU], *out, *in;
-    double begin = maxd(t, cpu->t), landed;
+    resource_t *out, *in;
+    double begin, landed;
 
     if (rv == NULL)
         return;
@@ -402,8 +450,7 @@ static void start_send(sim_t *s, uint32_t rank, uint32_t i, double t)
         s->failed = 1;
         return;
     }
-    cpu->t = begin + s->p->overhead;
-    begin = cpu->t;
+    begin = cpu_work(s, rank, t, s->p->overhead);
     if (st->bytes <= XC_ACK_ABOVE_BYTES) { /* eager: it leaves now */
         landed = wire(s, rank, dst, st->bytes, begin, &out, &in);
         qpush(s, out, rank, i, EV_DONE);
@@ -443,8 +490,7 @@ static void start_step(sim_t *s, uint32_t rank, uint32_t i, double t)
     mrank_t *r = &s->r[rank];
     const mstep_t *st = step_of(r, i);
     const xc_model_params_t *p = s->p;
-    resource_t *cpu;
-    double cost = 0, begin;
+    double cost = 0;
 
     if (st->skip_empty && st->bytes == 0) {
         push(s, t, rank, i, EV_DONE);
@@ -459,19 +505,17 @@ static void start_step(sim_t *s, uint32_t rank, uint32_t i, double t)
         start_recv(s, rank, i, t);
         return;
     case XC_STEP_COPY:
-        cost = (double)st->bytes * p->copy;
+        cost = (double)st->bytes * p->copy * s->mem;
         break;
     case XC_STEP_REDUCE:
     case XC_STEP_DIVIDE:
-        cost = (double)st->bytes * p->gamma;
+        cost = (double)st->bytes * p->gamma * s->mem;
         break;
     default: /* stamp, check: nothing worth modelling */
         break;
     }
-    cpu = &core_of(s, rank)->r[R_CPU];
-    begin = maxd(t, cpu->t);
-    cpu->t = begin + cost;
-    qpush(s, cpu, rank, i, EV_DONE);
+    (void)cpu_work(s, rank, t, cost);
+    qpush(s, &core_of(s, rank)->r[R_CPU], rank, i, EV_DONE);
 }
 
 static void complete_step(sim_t *s, uint32_t rank, uint32_t i, double t)
@@ -495,10 +539,16 @@ static void take_message(sim_t *s, uint32_t rank, uint32_t i, double t)
     mrank_t *r = &s->r[rank];
     const mstep_t *st = step_of(r, i);
     resource_t *cpu = &core_of(s, rank)->r[R_CPU];
-    double begin = maxd(t, cpu->t), cost = s->p->overhead;
+    double cost = s->p->overhead;
     if (st->kind == XC_STEP_RECV_REDUCE)
-        cost += (double)st->bytes * s->p->gamma;
-    cpu->t = begin + cost;
+        cost += (double)st->bytes * s->p->gamma * s->mem;
+    if (st->state == M_TO_READ) /* the sender's step ends once it is read */
+        cost += (double)st->bytes * (node_of(s, st->peer) == node_of(s, (int)rank)
+                                         ? s->p->intra.beta * s->mem
+                                         : s->p->inter_cpu);
+    (void)cpu_work(s, rank, t, cost);
+    if (st->state == M_TO_READ)
+        qpush(s, cpu, (uint32_t)st->peer, st->slot, EV_DONE);
     qpush(s, cpu, rank, i, EV_DONE);
 }
 
@@ -790,7 +840,40 @@ static int params_ok(const xc_model_params_t *p)
 {
     return p != NULL && cost_ok(p->intra.alpha) && cost_ok(p->intra.beta) &&
            cost_ok(p->inter.alpha) && cost_ok(p->inter.beta) && cost_ok(p->overhead) &&
-           cost_ok(p->gamma) && cost_ok(p->copy) && p->cores >= 0;
+           cost_ok(p->gamma) && cost_ok(p->copy) && p->cores >= 0 && cost_ok(p->turn) && cost_ok(p->inter_cpu) &&
+           cost_ok(p->cache) && (p->dram == 0 || (p->dram >= 1 && isfinite(p->dram)));
+}
+
+/* The bytes a rank's buffers of the call hold (the buffer contract of
+ * coll.h), and the factor its node's ranks' working set puts on every
+ * byte they move among themselves, copy or reduce: 1 while it fits the
+ * cache, params.dram from twice the cache, in proportion between. */
+static double mem_factor(const xc_coll_args_t *a, const xc_model_params_t *p)
+{
+    double block = (double)a->count * (double)xcoll_dtype_size(a->dtype), bytes, ws;
+    int i, most = a->topo != NULL ? 0 : a->size;
+    if (!(p->cache > 0) || p->dram <= 1)
+        return 1.0;
+    switch (a->coll) {
+    case XC_COLL_BCAST: bytes = block; break;
+    case XC_COLL_ALLREDUCE:
+    case XC_COLL_REDUCE: bytes = 2 * block; break;
+    case XC_COLL_ALLGATHER:
+    case XC_COLL_REDUCE_SCATTER:
+    case XC_COLL_GATHER:
+    case XC_COLL_SCATTER: bytes = (a->size + 1.0) * block; break;
+    case XC_COLL_ALLTOALL: bytes = 2.0 * a->size * block; break;
+    default: bytes = 0; break;
+    }
+    for (i = 0; a->topo != NULL && i < a->topo->nnodes; i++)
+        if (a->topo->node_size[i] > most)
+            most = a->topo->node_size[i];
+    ws = bytes * most;
+    if (ws <= p->cache)
+        return 1.0;
+    if (ws >= 2 * p->cache)
+        return p->dram;
+    return 1.0 + (p->dram - 1.0) * (ws - p->cache) / p->cache;
 }
 
 static int args_ok(const xc_coll_args_t *a)
@@ -821,6 +904,7 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
     s.topo = a->topo;
     s.P = a->size;
     s.res = out;
+    s.mem = mem_factor(a, p);
     nnodes = a->topo != NULL ? a->topo->nnodes : 1;
     s.r = calloc((size_t)s.P, sizeof(*s.r));
     s.ncores = p->cores > 0 ? (uint32_t)p->cores : (uint32_t)s.P;

@@ -7,10 +7,14 @@
  * The machine it models:
  * - each rank has one CPU that runs its local steps (copies, reductions)
  *   and pays `overhead` per message it posts or takes, one at a time
- *   (ranks that share a core, params.cores, share its CPU and ways);
+ *   (ranks that share a core, params.cores, share its CPU and ways, and
+ *   the core loses params.turn each time it changes hands);
  * - a message between two ranks of one node costs intra.alpha, then its
  *   bytes at intra.beta; it occupies the sender's way out and the
  *   receiver's way in (each rank's memory path), first come first served;
+ *   above XC_ACK_ABOVE_BYTES the receiver's CPU moves the bytes (xcoll's
+ *   single-copy read), before it reduces them;
+ * - beyond params.cache, every rate within a node costs params.dram times;
  * - a message between nodes costs inter.alpha, then its bytes at
  *   inter.beta through the sending node's NIC and the receiving node's
  *   NIC, which the node's ranks share;
@@ -19,8 +23,8 @@
  * - gamma per reduced byte, copy per copied byte, on the rank's CPU.
  * Left out: the call check and the end-of-collective acknowledgements
  * (a few zero-byte messages after the data), the engine's own time per
- * step, cache effects, the scheduler's latency on shared cores, and
- * congestion inside the network between NICs. */
+ * step, which cache level a working set sits in, the CPU time a kernel's
+ * TCP takes, and congestion inside the network between NICs. */
 #ifndef XC_MODEL_H
 #define XC_MODEL_H
 
@@ -44,6 +48,17 @@ typedef struct {
     int cores;        /* > 0: all ranks share this many cores (rank r on
                          core r % cores), as on a machine with fewer cores
                          than ranks; 0: a core per rank */
+    double turn;      /* seconds a shared core loses each time it turns from
+                         one rank's work to another's (cores > 0 only) */
+    double cache;     /* bytes of cache a node's ranks share; 0: every byte
+                         moves at the rates above */
+    double dram;      /* >= 1: what the node's bytes cost, times the rates
+                         above, once the call's working set is twice the
+                         cache (in between, in proportion); 0 as 1 */
+    double inter_cpu; /* seconds per byte the receiver's CPU spends on a
+                         message between nodes above XC_ACK_ABOVE_BYTES as
+                         it arrives (a kernel's TCP on the ranks' own
+                         cores); 0: the NIC does it all */
 } xc_model_params_t;
 
 /* This machine's calibration (docs/SCALING.md, "Calibration"): xcoll's

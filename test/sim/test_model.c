@@ -4,11 +4,13 @@
  *   give it to the last digit (the model is those costs, nothing else);
  * - sharing: a NIC serves its node's ranks one message at a time, and a
  *   rank's CPU one step at a time;
+ * - machine: a node's cache, a shared core's turn, and a receiver that
+ *   reads its own large messages within a node, as calibrated;
  * - selection at scale: on the reference clusters of docs/SCALING.md, at
  *   64 to 4096 ranks, the default table must never pick an algorithm the
  *   model predicts more than 1.3x slower than the best one (checked_at
  *   says which collectives at 4096).
- * Usage: test_model [-v] [-q] [formulas|sharing|select]
+ * Usage: test_model [-v] [-q] [formulas|sharing|machine|select]
  *   -q: the selection check at 64 and 256 ranks only (sanitizer builds).
  * Prints "test_model: N passed, M failed"; exits 1 on any failure. */
 #include <math.h>
@@ -170,13 +172,97 @@ static void run_sharing(void)
           cpu1 / cpu2);
 }
 
+/* What this machine's calibration adds (docs/SCALING.md, "Calibration"):
+ * a node's cache, beyond which its bytes cost params.dram times more, a
+ * shared core's turn from one rank to another, and the receiver's CPU
+ * reading a large message within a node. */
+static void run_machine(void)
+{
+    const size_t b = 4 << 20; /* a 2-rank linear bcast: 8 MiB on the node */
+    xc_model_params_t p = bare();
+    double base, t;
+    xc_model_result_t r;
+    xcoll_status_t rc;
+
+    base = model_time(XC_COLL_BCAST, "linear", 2, 0, b, &p);
+    p.dram = 2;
+    p.cache = 8 << 20; /* fits: no change */
+    t = model_time(XC_COLL_BCAST, "linear", 2, 0, b, &p);
+    check(close_to(t, base), "machine: working set within the cache: %.2f us, %.2f alone",
+          t * 1e6, base * 1e6);
+    p.cache = 4 << 20; /* twice the cache: the transfer costs dram times */
+    t = model_time(XC_COLL_BCAST, "linear", 2, 0, b, &p);
+    check(close_to(t - base, (double)b * p.intra.beta),
+          "machine: twice the cache doubles the transfer: +%.2f us, transfer %.2f us",
+          (t - base) * 1e6, (double)b * p.intra.beta * 1e6);
+    p.cache = (16 << 20) / 3.0; /* 1.5 times the cache: half way */
+    t = model_time(XC_COLL_BCAST, "linear", 2, 0, b, &p);
+    check(close_to(t - base, 0.5 * (double)b * p.intra.beta),
+          "machine: 1.5 times the cache: +%.2f us, half the transfer %.2f us", (t - base) * 1e6,
+          0.5 * (double)b * p.intra.beta * 1e6);
+    /* between nodes the NIC's rate is the NIC's: the cache changes nothing */
+    p.cache = 1 << 20;
+    t = model_time(XC_COLL_BCAST, "linear", 2, 1, b, &p);
+    check(close_to(t, base), "machine: the cache leaves a NIC alone: %.2f us, %.2f before",
+          t * 1e6, base * 1e6);
+
+    /* a turn is paid where two ranks share a core, once each time it
+     * changes hands: root posts, then the peer on the same core takes */
+    p = bare();
+    p.overhead = 0.2e-6;
+    base = model_time(XC_COLL_BCAST, "linear", 2, 0, 64, &p);
+    p.turn = 5e-6;
+    t = model_time(XC_COLL_BCAST, "linear", 2, 0, 64, &p);
+    check(close_to(t, base), "machine: no turn with a core per rank (%.2f us, %.2f)", t * 1e6,
+          base * 1e6);
+    p.cores = 1;
+    t = model_time(XC_COLL_BCAST, "linear", 2, 0, 64, &p);
+    check(close_to(t - base, p.turn), "machine: one core, one turn: +%.2f us", (t - base) * 1e6);
+
+    /* the reader's CPU does the copy: a 2-rank recdbl allreduce (each
+     * rank reads the other's vector and reduces it) cannot overlap the
+     * two, so it takes the read, then the reduction */
+    p = bare();
+    p.gamma = 1.0 / 5e9;
+    rc = model_run(XC_COLL_ALLREDUCE, "recdbl", 2, 0, b, &p, &r);
+    check(rc == XCOLL_OK &&
+              close_to(r.time, 2 * p.intra.alpha + (double)b * (p.intra.beta + p.gamma)),
+          "machine: a read, then its reduction: %.2f us, want %.2f", r.time * 1e6,
+          (2 * p.intra.alpha + (double)b * (p.intra.beta + p.gamma)) * 1e6);
+    /* between nodes, a receiving CPU slower than the NIC sets the pace;
+     * a faster one works while the bytes arrive and adds nothing */
+    p = bare();
+    p.inter.alpha = 2e-6;
+    p.inter.beta = 1.0 / 1e9;
+    base = model_time(XC_COLL_BCAST, "linear", 2, 1, b, &p);
+    p.inter_cpu = p.inter.beta / 2;
+    t = model_time(XC_COLL_BCAST, "linear", 2, 1, b, &p);
+    check(close_to(t, base), "machine: a CPU faster than the NIC: %.2f us, %.2f without",
+          t * 1e6, base * 1e6);
+    p.inter_cpu = 2 * p.inter.beta;
+    t = model_time(XC_COLL_BCAST, "linear", 2, 1, b, &p);
+    check(close_to(t - base, (double)b * p.inter.beta),
+          "machine: a CPU half the NIC's speed: +%.2f us, want +%.2f", (t - base) * 1e6,
+          (double)b * p.inter.beta * 1e6);
+    p = bare();
+    p.gamma = 1.0 / 5e9;
+    /* nor overlap one read with the reduction of the one before: a
+     * 3-rank linear reduce's root reads and reduces both peers' vectors
+     * one after another */
+    rc = model_run(XC_COLL_REDUCE, "linear", 3, 0, b, &p, &r);
+    check(rc == XCOLL_OK && r.time >= 2 * (double)b * (p.intra.beta + p.gamma),
+          "machine: the root reads and reduces in turn: %.2f us, at least %.2f", r.time * 1e6,
+          2 * (double)b * (p.intra.beta + p.gamma) * 1e6);
+}
+
 /* Costs the model cannot run: one that is negative or not finite would
  * free a resource before it was taken, and the order of events rests on
  * that never happening. Refused, not simulated. */
 static void run_bad_params(void)
 {
     static const char *what[] = {"gamma -1", "copy NaN", "inter beta inf", "overhead -0.1 us",
-                                 "intra alpha -1 us", "cores -1"};
+                                 "intra alpha -1 us", "cores -1", "turn -1 us", "cache NaN",
+                                 "dram 0.5", "dram inf", "inter cpu -1"};
     size_t i;
     for (i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
         xc_model_params_t p = bare();
@@ -188,7 +274,12 @@ static void run_bad_params(void)
         case 2: p.inter.beta = INFINITY; break;
         case 3: p.overhead = -0.1e-6; break;
         case 4: p.intra.alpha = -1e-6; break;
-        default: p.cores = -1; break;
+        case 5: p.cores = -1; break;
+        case 6: p.turn = -1e-6; break;
+        case 7: p.cache = NAN; break;
+        case 8: p.cache = 1 << 20; p.dram = 0.5; break;
+        case 9: p.dram = INFINITY; break;
+        default: p.inter_cpu = -1e-9; break;
         }
         rc = model_run(XC_COLL_ALLREDUCE, "ring", 8, 0, 4096, &p, &r);
         check(rc == XCOLL_ERR_INVALID_ARG, "params: %s refused (%s)", what[i],
@@ -327,6 +418,8 @@ int main(int argc, char **argv)
         run_sharing();
         run_bad_params();
     }
+    if (only == NULL || !strcmp(only, "machine"))
+        run_machine();
     if (only == NULL || !strcmp(only, "select"))
         run_select(quick);
     printf("test_model: %lu passed, %lu failed\n", n_pass, n_fail);
