@@ -146,7 +146,9 @@ int xc_sched_add_check(xc_sched_t *s);
 /* Marks step id XC_STEP_F_SKIP_EMPTY; returns id. */
 int xc_skip_if_empty(xc_sched_t *s, int id);
 
-/* Messages larger than this use UCX's rendezvous protocols. */
+/* Messages larger than this get end-of-collective acknowledgements. UCX
+ * sends them by rendezvous from its own threshold on (over TCP at least
+ * its 64 KiB send segment, as xcoll sets it), eagerly below it. */
 #define XC_ACK_ABOVE_BYTES 8192
 
 /* Appends the end-of-collective acknowledgements: a zero-byte message to

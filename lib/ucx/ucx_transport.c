@@ -300,8 +300,11 @@ static ucs_status_t context_create(int estimated_eps, uint64_t features, int shm
     /* With the default "get" rendezvous the receiver still owes the sender
      * an acknowledgement after its receive completed; if the application
      * then blocks elsewhere (in MPI, say) our worker is not progressed and
-     * the sender waits forever. With "put" the sender pushes the data and
-     * nobody owes anything once their side completed. */
+     * the sender waits forever. With "put" the receiver owes nothing once
+     * its receive completed; the sender may still owe the final protocol
+     * message after its send completed, which the end-of-collective
+     * acknowledgements cover (xc_sched_add_acks: it waits for the
+     * receiver's). */
     if (getenv("UCX_RNDV_SCHEME") == NULL &&
         ucp_config_modify(config, "RNDV_SCHEME", "put_zcopy") != UCS_OK)
         xc_warn("could not select the put rendezvous scheme; a rank that leaves xcoll "
@@ -626,10 +629,13 @@ static void *goodbye_send(xc_ucx_ep_t *e)
  * nobody uses any more, in force mode, which needs nothing from the peer: a
  * peer may already have torn its worker down (destroy is not collective),
  * and a flush towards it ends in an endpoint timeout that UCX prints on
- * stdout. Nothing is lost: every collective that sent rendezvous-sized
- * data flushed before it completed, and eager data (the goodbyes, sent
- * first, all at once, and waited for together, at most a second) is
- * already in the peer's queue or the kernel's socket buffer. Only
+ * stdout. Nothing of a collective's large messages is lost: every
+ * collective that sent one above XC_ACK_ABOVE_BYTES waited for its
+ * receiver's acknowledgement before it completed. Eager data (the
+ * goodbyes, sent first, all at once, and waited for together, at most a
+ * second) is in the peer's queue or the kernel's socket buffer unless a
+ * full socket left a tail in UCX's own TCP buffer, which the force close
+ * drops (docs/ARCHITECTURE.md, "Large messages and leaving xcoll"). Only
  * connections that carried traffic say goodbye: a send on another would
  * first have to connect, to a peer that may be gone. Sets the entries it
  * closed to NULL; an endpoint appears in eps once at most (one per rank,

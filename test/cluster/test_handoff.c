@@ -1,7 +1,7 @@
 /* test_handoff: a legal program that goes from xcoll straight into MPI and
  * back, round after round, across nodes. Each round every rank does an
- * xcoll alltoall of large blocks (rendezvous between nodes, so each rank
- * waits for its peers' acknowledgements) and then, at once, an MPI barrier
+ * xcoll alltoall of large blocks (above 8 KiB, so each rank waits for its
+ * peers' end-of-collective acknowledgements) and then, at once, an MPI barrier
  * and an MPI allreduce (whether any rank failed). A rank that has returned from
  * xcoll no longer progresses it: nothing in xcoll may wait for such a rank
  * to answer. Before 2026-12-06 xcoll flushed the UCX worker after a large
