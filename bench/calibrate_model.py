@@ -20,7 +20,7 @@ measurements: the "Calibration" section of docs/SCALING.md.
 4. Print a markdown section: the fitted numbers, the table of predicted vs
    measured, and how many points are within +-25%.
 
-Usage: bench/calibrate_model.py [--runs R] [--report | --parts intra,inter] [--out FILE.md]
+Usage: bench/calibrate_model.py [--runs R] [--report | --parts intra,inter,cluster] [--out FILE.md]
   --report: measure nothing, use the CSVs already in bench/results/model/;
   --parts: measure only these (intra: steps 1-2 on this node; inter: the
   2-node fit; cluster: the points across nodes, not measured by default),
@@ -205,22 +205,28 @@ def log_error(pred, measured):
     return sum(math.log(pred[s] / measured[s]) ** 2 for s in both)
 
 
+def least_squares(candidates, rpn, coll, algo, measured, intra, reduce_gbs, overhead):
+    """Of the candidates (each a list of extra --predict options), the one
+    whose model curve of algo on one node of rpn ranks is nearest the
+    measured {size: us} (least squares of the log ratios)."""
+    sizes = sorted(measured)
+    best = None
+    for extra in candidates:
+        pred = predict(1, rpn, coll, intra, None, reduce_gbs, overhead, sizes, extra)
+        err = log_error({s: pred[(algo, s)] for s in sizes if (algo, s) in pred}, measured)
+        if best is None or err < best[0]:
+            best = (err, extra)
+    return best[1]
+
+
 def fit_memory(bc, intra, overhead):
     """The cache a node's ranks share (MiB) and the factor beyond it
-    (--memory), fitted to the 2-rank linear bcast from 1 MiB: a least
-    squares grid over the model's own predictions of it."""
-    sizes = sorted(s for s in bc if s >= 1 << 20)
-    measured = {s: bc[s] for s in sizes}
-    best = None
-    for mib in (2, 4, 8, 16, 32, 64):
-        for f10 in range(10, 41):
-            extra = ["--memory", "%d,%.1f" % (mib, f10 / 10.0)]
-            pred = predict(1, 2, "bcast", intra, None, 100.0, overhead, sizes, extra)
-            err = log_error({s: pred[("linear", s)] for s in sizes if ("linear", s) in pred},
-                            measured)
-            if best is None or err < best[0]:
-                best = (err, mib, f10 / 10.0)
-    return best[1], best[2]
+    (--memory "MiB,F"), fitted to the 2-rank linear bcast from 1 MiB."""
+    extra = least_squares([["--memory", "%d,%.1f" % (mib, f10 / 10.0)]
+                           for mib in (2, 4, 8, 16, 32, 64) for f10 in range(10, 41)],
+                          2, "bcast", "linear", {s: t for s, t in bc.items() if s >= 1 << 20},
+                          intra, 100.0, overhead)
+    return extra[1]
 
 
 def fit_turn(small, intra, reduce_gbs, overhead, memory):
@@ -228,15 +234,9 @@ def fit_turn(small, intra, reduce_gbs, overhead, memory):
     --turn), fitted to small recursive-doubling allreduces of 4 ranks on
     this machine's cores: a message there costs the CPU little and the
     link less, so what is left is the cores changing hands."""
-    sizes = sorted(small)
-    best = None
-    for turn in [t / 4.0 for t in range(0, 41)]:
-        extra = ["--memory", memory, "--turn", "%g" % turn]
-        pred = predict(1, 4, "allreduce", intra, None, reduce_gbs, overhead, sizes, extra)
-        err = log_error({s: pred[("recdbl", s)] for s in sizes if ("recdbl", s) in pred}, small)
-        if best is None or err < best[0]:
-            best = (err, turn)
-    return best[1]
+    extra = least_squares([["--memory", memory, "--turn", "%g" % (t / 4.0)] for t in range(0, 41)],
+                          4, "allreduce", "recdbl", small, intra, reduce_gbs, overhead)
+    return float(extra[3])
 
 
 def cluster_pattern(tag):
@@ -258,8 +258,8 @@ def report(out_path):
     # model's defaults do (overhead a quarter of it)
     overhead = lat / 4
     intra = "%.4g,%.3g" % (gbs, lat / 2)
-    cache_mib, dram = fit_memory(bc, intra, overhead)
-    memory = "%d,%.1f" % (cache_mib, dram)
+    memory = fit_memory(bc, intra, overhead)
+    cache_mib, dram = int(memory.split(",")[0]), float(memory.split(",")[1])
     # gamma: the reduce's time beyond the bcast's, a line through 0 over
     # the sizes from 1 MiB where its buffers (2 ranks, 2 each) fit the cache
     fits = [s for s in rd if s in bc and s >= 1 << 20 and 4 * s <= cache_mib << 20]

@@ -239,8 +239,8 @@ static mcore_t *core_of(const sim_t *s, uint32_t rank)
     return &s->core[s->p->cores > 0 ? rank % (uint32_t)s->p->cores : rank];
 }
 
-/* rank's CPU does `cost` seconds of work from t on (or when it is
- * free): when it end. A core the ranks share first turns to this rank. */
+/* rank's CPU does `cost` seconds of work from t on (or once it is
+ * free): when it ends. A core the ranks share first turns to this rank. */
 static double cpu_work(sim_t *s, uint32_t rank, double t, double cost)
 {
     mcore_t *c = core_of(s, rank);
@@ -401,30 +401,34 @@ static double wire(sim_t *s, uint32_t src, uint32_t dst, uint64_t bytes, double 
  * node the receiver's CPU reads it from the sender's buffer (the shared
  * memory transport's single copy; take_message): the handshake lands it,
  * the sender's way out is taken while it is read. */
+/* Receive ri on dst becomes its CPU's to take from `at` on (take_message
+ * adds the bytes to its cost and ends send si with it). */
+static void to_read(sim_t *s, uint32_t dst, uint32_t ri, uint32_t si, double at)
+{
+    mstep_t *rv = step_of(&s->r[dst], ri);
+    rv->state = M_TO_READ;
+    rv->slot = si;
+    push(s, at, dst, ri, EV_LANDED);
+}
+
 static void rendezvous(sim_t *s, uint32_t src, uint32_t si, uint32_t dst, uint32_t ri, double t)
 {
     int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
     double alpha = ns == nd ? s->p->intra.alpha : s->p->inter.alpha, end;
     resource_t *out, *in;
+    uint64_t bytes = step_of(&s->r[src], si)->bytes;
     if (ns == nd) {
-        mstep_t *rv = step_of(&s->r[dst], ri);
         resource_t *way = &core_of(s, src)->r[R_OUT];
         double start = maxd(t + 2 * alpha, way->t);
-        way->t = start + (double)rv->bytes * s->p->intra.beta * s->mem;
+        way->t = start + (double)bytes * s->p->intra.beta * s->mem;
         s->res->msgs++;
-        s->res->bytes += rv->bytes;
-        rv->state = M_TO_READ;
-        rv->slot = si;
-        push(s, start, dst, ri, EV_LANDED);
+        s->res->bytes += bytes;
+        to_read(s, dst, ri, si, start);
         return;
     }
-    end = wire(s, src, dst, step_of(&s->r[src], si)->bytes, t + alpha, &out, &in);
+    end = wire(s, src, dst, bytes, t + alpha, &out, &in);
     if (s->p->inter_cpu > 0) { /* its CPU takes the bytes as they arrive */
-        mstep_t *rv = step_of(&s->r[dst], ri);
-        rv->state = M_TO_READ;
-        rv->slot = si;
-        push(s, end - (double)rv->bytes * mind(s->p->inter_cpu, s->p->inter.beta), dst, ri,
-             EV_LANDED);
+        to_read(s, dst, ri, si, end - (double)bytes * mind(s->p->inter_cpu, s->p->inter.beta));
         return;
     }
     qpush(s, in, src, si, EV_DONE);
@@ -840,8 +844,9 @@ static int params_ok(const xc_model_params_t *p)
 {
     return p != NULL && cost_ok(p->intra.alpha) && cost_ok(p->intra.beta) &&
            cost_ok(p->inter.alpha) && cost_ok(p->inter.beta) && cost_ok(p->overhead) &&
-           cost_ok(p->gamma) && cost_ok(p->copy) && p->cores >= 0 && cost_ok(p->turn) && cost_ok(p->inter_cpu) &&
-           cost_ok(p->cache) && (p->dram == 0 || (p->dram >= 1 && isfinite(p->dram)));
+           cost_ok(p->gamma) && cost_ok(p->copy) && p->cores >= 0 && cost_ok(p->turn) &&
+           cost_ok(p->inter_cpu) && cost_ok(p->cache) &&
+           (p->dram == 0 || (p->dram >= 1 && isfinite(p->dram)));
 }
 
 /* The bytes a rank's buffers of the call hold (the buffer contract of
@@ -851,7 +856,6 @@ static int params_ok(const xc_model_params_t *p)
 static double mem_factor(const xc_coll_args_t *a, const xc_model_params_t *p)
 {
     double block = (double)a->count * (double)xcoll_dtype_size(a->dtype), bytes, ws;
-    int i, most = a->topo != NULL ? 0 : a->size;
     if (!(p->cache > 0) || p->dram <= 1)
         return 1.0;
     switch (a->coll) {
@@ -865,10 +869,7 @@ static double mem_factor(const xc_coll_args_t *a, const xc_model_params_t *p)
     case XC_COLL_ALLTOALL: bytes = 2.0 * a->size * block; break;
     default: bytes = 0; break;
     }
-    for (i = 0; a->topo != NULL && i < a->topo->nnodes; i++)
-        if (a->topo->node_size[i] > most)
-            most = a->topo->node_size[i];
-    ws = bytes * most;
+    ws = bytes * (a->topo != NULL ? a->topo->max_local : a->size);
     if (ws <= p->cache)
         return 1.0;
     if (ws >= 2 * p->cache)

@@ -65,10 +65,10 @@ usage "a memory factor below 1" --nodes 2 --ranks-per-node 2 --memory 16,0.5
 usage "a negative cache" --nodes 2 --ranks-per-node 2 --memory -1,2
 usage "a memory with junk" --nodes 2 --ranks-per-node 2 --memory 16,2x
 usage "an inter-node CPU rate of 0" --nodes 2 --ranks-per-node 2 --inter-cpu 0
-# beyond the cache a bandwidth-bound time grows by the factor: twice the
-# transfer of a 2-rank linear bcast of 16 MiB (32 MiB on the node, 4 MiB
-# of cache: all of it beyond)
-t1=$("$info" --predict --nodes 1 --ranks-per-node 2 --coll bcast --sizes 16M | awk '$1 == "16m" {print $NF == "" ? "" : $0}')
+# beyond the cache the times change: a 2-rank bcast of 16 MiB (32 MiB on
+# the node, 4 MiB of cache: all of it beyond; test_model's "machine" part
+# checks by how much)
+t1=$("$info" --predict --nodes 1 --ranks-per-node 2 --coll bcast --sizes 16M | awk '$1 == "16m"')
 t2=$("$info" --predict --nodes 1 --ranks-per-node 2 --coll bcast --sizes 16M --memory 4,2 | awk '$1 == "16m"')
 [ -n "$t1" ] && [ -n "$t2" ] && [ "$t1" != "$t2" ] || fail "--memory 4,2 changes nothing: '$t1' / '$t2'"
 # beyond what it can simulate it says so (a bound), neither crashing nor
