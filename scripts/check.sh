@@ -6,13 +6,23 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
+# show_failures LOG: the whole test-suite.log, then its FAIL and TIMED OUT
+# lines again, last: CI keeps only the tail of what a failed run printed,
+# and that tail must name the run that failed.
+show_failures() {
+    [ -f "$1" ] || return 0
+    cat "$1"
+    printf '\n==> failing lines of %s:\n' "$1"
+    grep -E "FAIL|ERROR|TIMED OUT|failed runs:" "$1" | grep -v "^# " | tail -n 40 || true
+}
+
 # run_check DIR: make check there; on failure show the failing tests' logs.
 run_check() {
     local dir=$XCOLL_TOP/$1
     step "make -j$XCOLL_JOBS check in $1/"
     make -C "$dir" -j"$XCOLL_JOBS" || die "build failed in $1/"
     if ! make -C "$dir" -j"$XCOLL_JOBS" check; then
-        [ -f "$dir/test-suite.log" ] && cat "$dir/test-suite.log"
+        show_failures "$dir/test-suite.log"
         die "make check failed in $1/ (logs: $1/test-suite.log, $1/test/*/*.log)"
     fi
 }
@@ -51,4 +61,10 @@ unset ASAN_OPTIONS UBSAN_OPTIONS SPEC_NPS DROPIN_NPS XCOLL_TEST_QUICK XCOLL_TEST
 # tests run quick, at a few rank counts.
 step "make distcheck in build/"
 XCOLL_TEST_QUICK=1 XCOLL_TEST_SWEEP=0 SPEC_NPS="1 3" DROPIN_NPS="2 3" \
-    make -C "$XCOLL_TOP/build" -j"$XCOLL_JOBS" distcheck || die "make distcheck failed"
+    make -C "$XCOLL_TOP/build" -j"$XCOLL_JOBS" distcheck || {
+    # a failed distcheck leaves its tree behind, read-only, logs included
+    for log in "$XCOLL_TOP"/build/xcoll-*/_build/sub/test-suite.log; do
+        show_failures "$log"
+    done
+    die "make distcheck failed"
+}
