@@ -21,6 +21,11 @@
  *    calls themselves, as every rank has to see the same sequence).
  *    Creating and destroying communicators must not overlap other xcoll
  *    calls. A request may be tested or waited for by one thread at a time.
+ *    A communicator that spans nodes also runs a thread of xcoll's own,
+ *    the drainer (XCOLL_DRAIN=0 turns it off), which changes none of the
+ *    above: while the caller is outside xcoll it writes out what UCX
+ *    still holds of messages already reported sent, which a peer may be
+ *    waiting for; it never finishes a request or calls a callback.
  *
  * In-place operation: pass XCOLL_IN_PLACE as the send buffer (MPI style),
  * or pass the same pointer as send and receive buffer (NCCL style); each

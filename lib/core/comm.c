@@ -62,6 +62,20 @@ typedef struct {
     int32_t pad_;
 } xc_hello_t;
 
+/* XCOLL_DRAIN=0 turns the drainer off (comm.h; for measuring what it
+ * costs, and for tests that show what it prevents). Anything but 0 or 1
+ * is logged and leaves it on: every rank must take the same path. */
+static int drain_wanted(void)
+{
+    const char *env = getenv("XCOLL_DRAIN");
+    if (env == NULL || *env == '\0' || strcmp(env, "1") == 0)
+        return 1;
+    if (strcmp(env, "0") == 0)
+        return 0;
+    xc_error("XCOLL_DRAIN=%s is not 0 or 1: the drainer stays on", env);
+    return 1;
+}
+
 xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_config_t *cfg,
                                  xcoll_comm_t *out)
 {
@@ -208,12 +222,22 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
      * transports fail collectively by themselves (a rank without a worker
      * sends no address, one that failed after the address exchange says
      * so in shared memory's first exchange). */
+    locked = xc_lock(); /* another communicator's thread may use the transport */
     rc = xc_topo_create(boot, &comm->topo);
     if (rc == XCOLL_OK)
         rc = comm->tl->comm_init(boot, comm->topo, &comm->tl_comm);
+    xc_unlock(locked);
     if (rc == XCOLL_OK && cfg->progress_thread &&
         (rc = xc_progress_thread_start()) != XCOLL_OK)
         comm->tl->comm_fini(comm->tl_comm);
+    if (rc == XCOLL_OK && comm->tl->drain != NULL && comm->topo->nnodes > 1 && drain_wanted()) {
+        if ((rc = xc_drain_start(comm)) != XCOLL_OK) {
+            if (cfg->progress_thread)
+                xc_progress_thread_stop();
+            comm->tl->comm_fini(comm->tl_comm);
+        }
+        comm->drains = rc == XCOLL_OK;
+    }
     if (rc != XCOLL_OK) {
         xc_topo_free(comm->topo);
         xc_tune_free(tune);
@@ -227,7 +251,8 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     live_comms = comm;
     xc_unlock(locked);
     xc_info("communicator %u created: rank %d of %d, timeout %g s%s%s", id, comm->rank,
-            comm->size, comm->timeout_s, comm->progress_thread ? ", progress thread" : "",
+            comm->size, comm->timeout_s,
+            comm->progress_thread ? ", progress thread" : comm->drains ? ", drainer" : "",
             comm->check ? ", calls checked (XCOLL_CHECK)" : "");
     *out = comm;
     return XCOLL_OK;
@@ -236,7 +261,7 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
 xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
 {
     struct xcoll_comm_s **p;
-    int locked = xc_lock(), thread;
+    int locked = xc_lock(), thread, drains;
     xcoll_status_t rc = comm_lookup(comm, "xcoll_comm_destroy");
     int i;
     if (rc == XCOLL_OK && comm->outstanding > 0) {
@@ -251,6 +276,8 @@ xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
     for (p = &live_comms; *p != comm; p = &(*p)->next_live)
         ;
     *p = comm->next_live;
+    if (comm->drains)
+        xc_drain_remove(comm); /* before its transport goes */
     for (i = 0; i < XC_SCHED_CACHE_SIZE; i++)
         if (comm->cache[i] != NULL)
             xc_sched_release(comm->cache[i]);
@@ -260,6 +287,7 @@ xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
     xc_tune_free(comm->tune);
     xc_info("communicator %u destroyed", comm->id);
     thread = comm->progress_thread;
+    drains = comm->drains;
     free(comm);
     if (live_comms == NULL)
         xc_block_trim();
@@ -267,6 +295,8 @@ xcoll_status_t xcoll_comm_destroy(xcoll_comm_t comm)
     /* without the lock: the thread needs it to finish */
     if (thread)
         xc_progress_thread_stop();
+    else if (drains)
+        xc_thread_stop_unused();
     return XCOLL_OK;
 }
 

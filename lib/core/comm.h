@@ -51,6 +51,8 @@ struct xcoll_comm_s {
     struct xc_tune *tune;   /* selection table: defaults + XCOLL_TUNE_FILE + XCOLL_TUNE */
     struct xc_topo *topo;   /* which ranks share a node (topo.h) */
     struct xcoll_comm_s *next_live;
+    struct xcoll_comm_s *next_drain; /* the drainer's list (request.c) */
+    int drains;             /* on that list */
 };
 
 struct xcoll_request_s {
@@ -85,6 +87,18 @@ struct xcoll_request_s {
  * of a flag. */
 xcoll_status_t xc_progress_thread_start(void);
 void xc_progress_thread_stop(void);
+/* The drainer (request.c): the same thread, for communicators whose
+ * transport may still owe peers bytes after every operation completed
+ * (transport.h, drain: UCX over TCP, between nodes). While no operation
+ * of the process is active it progresses that part, and sleeps on the
+ * transport's wakeup; meanwhile the callers progress as without a
+ * thread. start: comm joins (the thread starts if it does not run);
+ * remove: comm leaves (before its transport goes), with or without the
+ * lock. xc_thread_stop_unused, without the lock: stops the thread once
+ * neither the progress thread's users nor the drainer need it. */
+xcoll_status_t xc_drain_start(xcoll_comm_t comm);
+void xc_drain_remove(xcoll_comm_t comm);
+void xc_thread_stop_unused(void);
 int xc_lock(void);
 void xc_unlock(int locked);
 

@@ -112,6 +112,18 @@ typedef struct xc_transport {
     void (*sleep)(const xc_wait_t *w, unsigned max_us);
     void (*disarm)(void);
 
+    /* Optional (NULL = nothing is owed once operations completed). A
+     * transport may still owe a peer bytes of a message it reported sent:
+     * UCX over TCP keeps the tail of a message whose socket was full in a
+     * buffer of its own and writes it only when this process progresses
+     * UCX again, while the peer, still in the collective, waits for it.
+     * drain progresses that part (process-wide) for request.c's drainer,
+     * which calls it only while no operation of the process is active,
+     * under the lock: > 0 something moved; 0 nothing did and *w is armed
+     * as by arm (sleep on it, lock let go; disarm after); < 0 nothing
+     * moved and there is no wakeup (nap). */
+    int (*drain)(void *tl_comm, xc_wait_t *w);
+
     /* Optional (NULL = never known). A lost peer: the transport gave up on
      * its connection (the process or node died, or the network to it), so
      * a receive from it will never complete. lost_count: how many

@@ -1501,6 +1501,16 @@ static int ucx_matters(const xc_shm_comm_t *c)
     return c->nlocal == 0 || c->nremote > 0 || g_ucx_pending > 0;
 }
 
+/* Only UCX's part can owe a peer anything (transport.h): a ring slot or
+ * a single-copy read is complete once reported so. */
+static int shm_drain(void *tl_comm, xc_wait_t *w)
+{
+    xc_shm_comm_t *c = tl_comm;
+    if (c->ucx == NULL)
+        return -1;
+    return xc_ucx_transport.drain(c->ucx, w);
+}
+
 static void shm_disarm(void)
 {
     for (xc_shm_comm_t *x = live_head(); x != NULL; x = x->next_live) {
@@ -1701,6 +1711,7 @@ const xc_transport_t xc_shm_transport = {
     .arm = shm_arm,
     .sleep = shm_sleep,
     .disarm = shm_disarm,
+    .drain = shm_drain,
     .lost_count = shm_lost_count,
     .peer_lost = shm_peer_lost,
     .peer_left = shm_peer_left,

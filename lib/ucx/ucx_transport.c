@@ -507,6 +507,12 @@ static void ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
         else if (e->closing)
             xc_debug("UCX: the connection to rank %d failed while this rank closed it: %s",
                      e->rank, ucs_status_string(status));
+        else if (!e->used)
+            /* nothing crossed it, so a peer that left said no goodbye on
+             * it (goodbye_send); whether it left or is lost, a receive
+             * from it fails (peer_lost), and that failure names it */
+            xc_debug("UCX: the connection to rank %d closed before it carried anything: %s "
+                     "(the peer left, or is lost)", e->rank, ucs_status_string(status));
         else
             xc_warn("UCX: lost the connection to rank %d (as numbered by the first "
                     "communicator that reached it): %s", e->rank, ucs_status_string(status));
@@ -1088,6 +1094,20 @@ static void ucx_sleep(const xc_wait_t *w, unsigned max_us)
     (void)ppoll(&pfd, 1, &ts, NULL);
 }
 
+/* See transport.h. The sleep that follows may be long (the wakeup is
+ * the event fd: a peer's message, or the socket of a buffered tail
+ * becoming writable); the cap bounds what a lost wakeup costs. */
+static int ucx_drain(void *tl_comm, xc_wait_t *w)
+{
+    int a;
+    if (ucp_worker_progress(g_ucx.worker) > 0)
+        return 1;
+    a = ucx_arm(tl_comm, w);
+    if (a == 0)
+        w->max_us = 100000;
+    return a;
+}
+
 static void ucx_disarm(void)
 {
     /* the event fd needs nothing undone */
@@ -1178,6 +1198,7 @@ const xc_transport_t xc_ucx_transport = {
     .arm = ucx_arm,
     .sleep = ucx_sleep,
     .disarm = ucx_disarm,
+    .drain = ucx_drain,
     .peer_lost = ucx_peer_lost,
     .peer_left = ucx_peer_left,
     .lost_count = ucx_lost_count,

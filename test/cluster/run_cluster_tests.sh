@@ -188,6 +188,13 @@ inside_two() {
     # from xcoll straight into MPI, round after round: nothing in xcoll may
     # wait for a rank that has gone back to MPI (the UCX flush did)
     mpi handoff.2x2 4 "$top_builddir/test/cluster/test_handoff" --rounds 300 --timeout 10
+    # and a root that runs ahead of its receivers, into sockets of 16 KiB:
+    # UCX keeps the tail of the message that no longer fits and writes it
+    # only when progressed again (the drainer does; without it,
+    # XCOLL_DRAIN=0, the round of 8 broadcasts hung here, every run)
+    UCX_TCP_SNDBUF=16k UCX_TCP_RCVBUF=16k mpi handoff.stream.2x2 4 -x UCX_TCP_SNDBUF \
+        -x UCX_TCP_RCVBUF "$top_builddir/test/cluster/test_handoff" --rounds 40 --block 8192 \
+        --stream 20 --lag 0.2 --timeout 5
     # ranks that destroy the communicator and leave: no loss to a gather
     # that has their data (it still waits for a late rank), with every pair
     # connected before or only the gather's; a loss to one that awaits it

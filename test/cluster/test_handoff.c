@@ -10,9 +10,21 @@
  * (bench/calibrate_model.py), ranks of one node in ucx_flush, the other
  * node's in MPI_Barrier.
  *
+ * --stream N: round r is 1 + r % N broadcasts from rank 0 instead, the
+ * other ranks starting --lag S seconds late, then MPI. The root of a broadcast
+ * waits for nobody, so rank 0 runs ahead into a socket the late ranks do
+ * not read; UCX over TCP then keeps the tail of a message whose socket was
+ * full in its own buffer, reports the message sent, and writes the tail
+ * only when rank 0 progresses UCX again, which a rank in MPI does not: its
+ * receivers waited for it forever (xcoll's drainer writes it: comm.h; with
+ * XCOLL_DRAIN=0 and small socket buffers, UCX_TCP_SNDBUF=16k, the round
+ * whose last message no longer fits the sockets hangs: the counts from 1
+ * to N find it).
+ *
  * With --timeout S a wait of that kind fails after S seconds instead of
  * hanging (the run then fails); every round's data is checked.
- * Usage: test_handoff [--rounds N] [--block BYTES] [--timeout S]
+ * Usage: test_handoff [--rounds N] [--block BYTES] [--stream N [--lag S]]
+ *                     [--timeout S]
  * Prints "test_handoff: rank R: PASS|FAIL ..." lines; exit 0 when this rank
  * saw no failure. */
 #include <mpi.h>
@@ -22,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static uint32_t value(int from, int to, int round, size_t i)
 {
@@ -31,7 +44,8 @@ static uint32_t value(int from, int to, int round, size_t i)
 
 int main(int argc, char **argv)
 {
-    int rank, size, i, round, rounds = 200, bad = 0, allbad = 0;
+    int rank, size, i, round, rounds = 200, bad = 0, allbad = 0, stream = 0;
+    double lag = 0;
     long block = 64 * 1024;
     double timeout = 10;
     size_t n, k;
@@ -48,14 +62,19 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--block") == 0)
             block = atol(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--stream") == 0)
+            stream = atoi(argv[++i]);
+        else if (i + 1 < argc && strcmp(argv[i], "--lag") == 0)
+            lag = atof(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--timeout") == 0)
             timeout = atof(argv[++i]);
         else
             break;
     }
-    if (i != argc || rounds < 1 || block < 4 || timeout <= 0) {
+    if (i != argc || rounds < 1 || block < 4 || timeout <= 0 || stream < 0 || lag < 0) {
         if (rank == 0)
-            fprintf(stderr, "usage: test_handoff [--rounds N] [--block BYTES] [--timeout S]\n");
+            fprintf(stderr, "usage: test_handoff [--rounds N] [--block BYTES] "
+                            "[--stream N [--lag S]] [--timeout S]\n");
         MPI_Finalize();
         return 2;
     }
@@ -78,6 +97,30 @@ int main(int argc, char **argv)
             for (k = 0; k < n; k++)
                 a[(size_t)peer * n + k] = value(rank, peer, round, k);
         memset(b, 0, n * sizeof(uint32_t) * (size_t)size);
+        if (stream > 0) {
+            int j;
+            if (rank != 0)
+                usleep((useconds_t)(lag * 1e6));
+            for (j = 0; j <= round % stream; j++) {
+                st = xcoll_bcast(a, n, XCOLL_UINT32, 0, comm, NULL);
+                if (st != XCOLL_OK) {
+                    printf("test_handoff: rank %d: FAIL round %d bcast %d: %s\n", rank, round, j,
+                           xcoll_strerror(st));
+                    bad = 1;
+                    break;
+                }
+            }
+            if (!bad && rank != 0)
+                for (k = 0; k < n; k++)
+                    if (a[k] != value(0, 0, round, k)) {
+                        printf("test_handoff: rank %d: FAIL round %d: bcast element %zu\n", rank, round, k);
+                        bad = 1;
+                        break;
+                    }
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Allreduce(&bad, &allbad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            continue;
+        }
         st = xcoll_alltoall(a, b, n, XCOLL_UINT32, comm, NULL);
         if (st != XCOLL_OK) {
             printf("test_handoff: rank %d: FAIL round %d: xcoll_alltoall: %s\n", rank, round,
@@ -98,7 +141,11 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_Allreduce(&bad, &allbad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     }
-    if (!bad)
+    if (!bad && stream > 0)
+        printf("test_handoff: rank %d: PASS %d rounds of 1 to %d %ld-byte broadcasts from rank 0 "
+               "(the others %g s late), each followed at once by MPI%s\n", rank, rounds, stream,
+               block, lag, allbad ? " (another rank failed)" : "");
+    else if (!bad)
         printf("test_handoff: rank %d: PASS %d rounds of a %ld-byte-block alltoall, each "
                "followed at once by MPI%s\n", rank, rounds, block,
                allbad ? " (another rank failed)" : "");
