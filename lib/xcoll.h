@@ -23,9 +23,10 @@
  *    calls. A request may be tested or waited for by one thread at a time.
  *    A communicator that spans nodes also runs a thread of xcoll's own,
  *    the drainer (XCOLL_DRAIN=0 turns it off), which changes none of the
- *    above: while the caller is outside xcoll it writes out what UCX
- *    still holds of messages already reported sent, which a peer may be
- *    waiting for; it never finishes a request or calls a callback.
+ *    above: once the caller has stayed out of xcoll for a few ms it
+ *    progresses UCX, which writes out what UCX still holds of messages
+ *    already reported sent (a peer may be waiting for them); it never
+ *    finishes a request or calls a callback.
  *
  * In-place operation: pass XCOLL_IN_PLACE as the send buffer (MPI style),
  * or pass the same pointer as send and receive buffer (NCCL style); each

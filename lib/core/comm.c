@@ -62,9 +62,26 @@ typedef struct {
     int32_t pad_;
 } xc_hello_t;
 
+/* The caller's bootstrap, called with xcoll's lock let go (see
+ * xcoll_comm_create). */
+struct locked_boot {
+    const xcoll_bootstrap_t *user;
+    int locked;
+};
+
+static int allgather_unlocked(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
+{
+    struct locked_boot *b = ctx;
+    int rc;
+    xc_unlock(b->locked);
+    rc = b->user->allgather(sendbuf, recvbuf, bytes, b->user->ctx);
+    b->locked = xc_lock();
+    return rc;
+}
+
 /* XCOLL_DRAIN=0 turns the drainer off (comm.h; for measuring what it
  * costs, and for tests that show what it prevents). Anything but 0 or 1
- * is logged and leaves it on: every rank must take the same path. */
+ * is logged and leaves it on. */
 static int drain_wanted(void)
 {
     const char *env = getenv("XCOLL_DRAIN");
@@ -85,7 +102,9 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     xc_tune_t *tune = NULL;
     xcoll_status_t rc, tune_rc, pre_rc;
     uint32_t id = 0;
-    int i, locked;
+    int i, locked, inited = 0;
+    struct locked_boot locked_boot;
+    xcoll_bootstrap_t unlocking;
 
     xc_log_init();
     if (out == NULL) {
@@ -222,21 +241,29 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
      * transports fail collectively by themselves (a rank without a worker
      * sends no address, one that failed after the address exchange says
      * so in shared memory's first exchange). */
-    locked = xc_lock(); /* another communicator's thread may use the transport */
-    rc = xc_topo_create(boot, &comm->topo);
+    /* Another communicator's thread may use the transport meanwhile: the
+     * lock is held throughout, except in the caller's allgather, which
+     * may itself call xcoll (a drop-in serving MPI_Allgather) */
+    locked_boot.user = boot;
+    locked_boot.locked = xc_lock();
+    unlocking = *boot;
+    unlocking.allgather = allgather_unlocked;
+    unlocking.ctx = &locked_boot;
+    rc = xc_topo_create(&unlocking, &comm->topo);
     if (rc == XCOLL_OK)
-        rc = comm->tl->comm_init(boot, comm->topo, &comm->tl_comm);
-    xc_unlock(locked);
-    if (rc == XCOLL_OK && cfg->progress_thread &&
-        (rc = xc_progress_thread_start()) != XCOLL_OK)
-        comm->tl->comm_fini(comm->tl_comm);
+        inited = (rc = comm->tl->comm_init(&unlocking, comm->topo, &comm->tl_comm)) == XCOLL_OK;
+    xc_unlock(locked_boot.locked);
+    if (rc == XCOLL_OK && cfg->progress_thread)
+        rc = xc_progress_thread_start();
     if (rc == XCOLL_OK && comm->tl->drain != NULL && comm->topo->nnodes > 1 && drain_wanted()) {
-        if ((rc = xc_drain_start(comm)) != XCOLL_OK) {
-            if (cfg->progress_thread)
-                xc_progress_thread_stop();
-            comm->tl->comm_fini(comm->tl_comm);
-        }
+        if ((rc = xc_drain_start(comm)) != XCOLL_OK && cfg->progress_thread)
+            xc_progress_thread_stop();
         comm->drains = rc == XCOLL_OK;
+    }
+    if (rc != XCOLL_OK && inited) {
+        locked = xc_lock();
+        comm->tl->comm_fini(comm->tl_comm);
+        xc_unlock(locked);
     }
     if (rc != XCOLL_OK) {
         xc_topo_free(comm->topo);

@@ -27,9 +27,11 @@ static struct xcoll_request_s *active_head;
  * While the thread runs (threaded), the lock guards everything a request
  * touches: the active list, the engines, the transports, the schedule
  * caches and the block pool. The thread holds it while it progresses and
- * lets go to sleep; a caller's xcoll_wait sleeps on `finished` instead of
- * progressing. Recursive: a blocking call takes it in its nonblocking form
- * and again in the wait. */
+ * lets go to sleep. With the progress thread's users, a caller's
+ * xcoll_wait sleeps on `finished` instead of progressing; with the
+ * drainer alone (communicators across nodes), callers progress as
+ * without a thread, holding the lock. Recursive: a blocking call takes it
+ * in its nonblocking form and again in the wait. */
 static pthread_mutex_t big_lock;
 static pthread_cond_t work_posted = PTHREAD_COND_INITIALIZER; /* the thread's sleep */
 static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;    /* waiters' sleep */
@@ -41,14 +43,15 @@ static unsigned thread_users; /* live communicators that asked for it */
 /* The drainer: the same thread, for communicators whose transport may owe
  * peers bytes after their operations completed (transport.h, drain). */
 static struct xcoll_comm_s *drain_head; /* linked by next_drain */
-static int drain_sleeping;  /* in drain_round's sleep: a post for the
-                             * progress thread writes wake_fd */
+static int drain_sleeping;  /* in thread_sleep: thread_wake writes wake_fd */
 static int wake_fd = -1;    /* an eventfd the drainer's sleep also polls */
 /* Calls into xcoll while the thread runs (xc_lock): the drainer keeps
  * out of the way while a caller is busy with xcoll, so that a loop of
  * collectives pays it nothing (no lock taken from under it, no wakeups
  * of its own on the collectives' traffic). */
 static unsigned long entries;
+
+static void thread_wake(void);
 
 static void lock_init(void)
 {
@@ -362,12 +365,7 @@ static xcoll_status_t activate(xcoll_comm_t comm, xc_cached_sched_t *cs, const c
     *req = r;
     if (thread_users > 0) {
         pthread_cond_signal(&work_posted);
-        if (drain_sleeping) {
-            uint64_t one = 1;
-            drain_sleeping = 0; /* one write wakes it */
-            if (write(wake_fd, &one, sizeof(one)) < 0)
-                xc_debug("waking xcoll's thread: %s", strerror(errno));
-        }
+        thread_wake();
     }
     return XCOLL_OK;
 }
@@ -669,17 +667,49 @@ static void nap_ms(unsigned ms)
  * mutex's queue and a caller's unlock never has to wake it. */
 static void relock(void)
 {
-    if (__atomic_load_n(&thread_users, __ATOMIC_RELAXED) > 0) {
-        pthread_mutex_lock(&big_lock);
-        return;
-    }
     for (unsigned ms = 2; pthread_mutex_trylock(&big_lock) != 0; ms = ms < 64 ? ms * 2 : ms) {
-        if (__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
-            pthread_mutex_lock(&big_lock); /* to leave: the stopper lets go soon */
+        if (__atomic_load_n(&thread_users, __ATOMIC_RELAXED) > 0 ||
+            __atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
+            /* progressing for callers, or leaving: the holder lets go soon */
+            pthread_mutex_lock(&big_lock);
             return;
         }
         nap_ms(ms);
     }
+}
+
+/* With the lock held: lets go and sleeps until fd (if >= 0) is readable,
+ * wake_fd is written (a post for the progress thread, the progress
+ * thread's start, the thread's stop) or us microseconds passed; then
+ * takes the lock again. */
+static void thread_sleep(int fd, unsigned us)
+{
+    struct pollfd pfd[2];
+    struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+    drain_sleeping = 1;
+    pthread_mutex_unlock(&big_lock);
+    pfd[0].fd = fd; /* a negative fd is skipped */
+    pfd[0].events = POLLIN;
+    pfd[1].fd = wake_fd;
+    pfd[1].events = POLLIN;
+    if (ppoll(pfd, 2, &ts, NULL) > 0 && (pfd[1].revents & POLLIN)) {
+        uint64_t v;
+        if (read(wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+            xc_debug("xcoll's thread: reading its wake fd: %s", strerror(errno));
+    }
+    relock();
+    drain_sleeping = 0;
+}
+
+/* With the lock held: ends thread_sleep early (once). */
+static void thread_wake(void)
+{
+    uint64_t one = 1;
+    if (!drain_sleeping)
+        return;
+    drain_sleeping = 0;
+    if (write(wake_fd, &one, sizeof(one)) < 0)
+        xc_debug("waking xcoll's thread: %s", strerror(errno));
 }
 
 /* With the lock held: lets go, naps, takes it again; 1 if no caller
@@ -695,27 +725,24 @@ static int callers_quiet(void)
     static unsigned ms = 2;
     unsigned long seen = __atomic_load_n(&entries, __ATOMIC_RELAXED);
     int quiet;
-    pthread_mutex_unlock(&big_lock);
-    nap_ms(ms);
-    relock();
+    thread_sleep(-1, ms * 1000);
     quiet = __atomic_load_n(&entries, __ATOMIC_RELAXED) == seen;
     ms = quiet ? 2 : ms < 64 ? ms * 2 : ms;
     return quiet;
 }
 
-/* One round of the drainer (transport.h, drain), with the lock held and
- * nothing active: progresses what the transports may still owe peers,
- * and when nothing moved sleeps on the wakeup (a peer's message, a
- * socket that can take a buffered tail again) with the lock let go, at
- * most the transport's cap; the wake fd ends the sleep early when a
- * caller posts for the progress thread, or the thread stops. */
+/* One round of the drainer (transport.h, drain), with the lock held:
+ * progresses what the transports may still owe peers, and when nothing
+ * moved sleeps on the wakeup (a peer's message, a socket that can take a
+ * buffered tail again) with the lock let go, at most the transport's cap
+ * (10 ms where it has no wakeup); wake_fd ends the sleep early. Requests
+ * may be active (their callers are away): the drain only moves UCX's
+ * state, which they test when their callers come back. */
 static void drain_round(void)
 {
     xcoll_comm_t c = drain_head;
     const xc_transport_t *tl = c->tl; /* static: outlives c */
     xc_wait_t w;
-    struct pollfd pfd[2];
-    struct timespec ts;
     int a = tl->drain(c->tl_comm, &w);
     if (a > 0) {
         pthread_mutex_unlock(&big_lock); /* a caller may want in between rounds */
@@ -724,26 +751,10 @@ static void drain_round(void)
         return;
     }
     if (a < 0 || w.fd < 0) {
-        pthread_mutex_unlock(&big_lock);
-        nap_ms(10);
-        relock();
+        thread_sleep(-1, 10000);
         return;
     }
-    drain_sleeping = 1;
-    pthread_mutex_unlock(&big_lock);
-    pfd[0].fd = w.fd;
-    pfd[0].events = POLLIN;
-    pfd[1].fd = wake_fd;
-    pfd[1].events = POLLIN;
-    ts.tv_sec = w.max_us / 1000000;
-    ts.tv_nsec = (long)(w.max_us % 1000000) * 1000;
-    if (ppoll(pfd, 2, &ts, NULL) > 0 && (pfd[1].revents & POLLIN)) {
-        uint64_t v;
-        if (read(wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-            xc_debug("drainer: reading its wake fd: %s", strerror(errno));
-    }
-    relock();
-    drain_sleeping = 0;
+    thread_sleep(w.fd, w.max_us);
     if (tl->disarm != NULL)
         tl->disarm();
 }
@@ -769,7 +780,7 @@ static void *thread_main(void *arg)
             idle = 0;
             if (drain_head != NULL && thread_users == 0) {
                 /* the drainer alone: only once the callers left xcoll */
-                if (callers_quiet() && active_head == NULL && drain_head != NULL)
+                if (callers_quiet() && drain_head != NULL && thread_users == 0)
                     drain_round();
             } else if (active_head == NULL && drain_head != NULL) {
                 drain_round(); /* a post ends its sleep (wake_fd) */
@@ -817,13 +828,17 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+static void at_exit_init(void);
+
 /* Starts the thread if it does not run; called with the lock held where
  * it runs. */
 static xcoll_status_t thread_start(void)
 {
+    static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
     int rc;
     if (threaded)
         return XCOLL_OK;
+    pthread_once(&exit_once, at_exit_init);
     wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd < 0) {
         xc_error("starting xcoll's thread: eventfd: %s", strerror(errno));
@@ -842,23 +857,57 @@ static xcoll_status_t thread_start(void)
     return XCOLL_OK;
 }
 
-void xc_thread_stop_unused(void)
+/* Stops the thread, joined; called without the lock (the thread needs it
+ * to finish). */
+static void thread_stop(void)
 {
-    uint64_t one = 1;
     pthread_mutex_lock(&big_lock);
-    if (!threaded || thread_users > 0 || drain_head != NULL) {
-        pthread_mutex_unlock(&big_lock);
-        return;
-    }
     __atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
     pthread_cond_signal(&work_posted);
-    if (write(wake_fd, &one, sizeof(one)) < 0)
-        xc_debug("stopping xcoll's thread: writing its wake fd: %s", strerror(errno));
+    thread_wake();
     pthread_mutex_unlock(&big_lock);
     pthread_join(thread, NULL);
     __atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
     close(wake_fd);
     wake_fd = -1;
+}
+
+void xc_thread_stop_unused(void)
+{
+    pthread_mutex_lock(&big_lock);
+    if (!threaded || thread_users > 0 || drain_head != NULL) {
+        pthread_mutex_unlock(&big_lock);
+        return;
+    }
+    pthread_mutex_unlock(&big_lock);
+    thread_stop();
+}
+
+/* At exit (or when the library is unloaded) with communicators still
+ * alive: the thread must not be inside UCX while UCX's own destructors
+ * run. Waits at most a second: a caller that exits holding the lock (from
+ * inside a callback) keeps the thread from leaving, and then exits as
+ * before. */
+static void thread_stop_at_exit(void)
+{
+    struct timespec until;
+    if (!__atomic_load_n(&threaded, __ATOMIC_ACQUIRE) || pthread_equal(pthread_self(), thread))
+        return;
+    pthread_mutex_lock(&big_lock);
+    __atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
+    pthread_cond_signal(&work_posted);
+    thread_wake();
+    pthread_mutex_unlock(&big_lock);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    if (pthread_timedjoin_np(thread, NULL, &until) == 0)
+        __atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
+}
+
+static void at_exit_init(void)
+{
+    if (atexit(thread_stop_at_exit) != 0)
+        xc_debug("atexit refused: a thread still running at exit is not stopped first");
 }
 
 xcoll_status_t xc_progress_thread_start(void)
@@ -868,7 +917,9 @@ xcoll_status_t xc_progress_thread_start(void)
     pthread_mutex_lock(&big_lock);
     rc = thread_start();
     if (rc == XCOLL_OK && __atomic_add_fetch(&thread_users, 1, __ATOMIC_RELAXED) == 1) {
-        pthread_cond_signal(&work_posted); /* a drainer until now: progress too */
+        /* a drainer until now, maybe asleep: progress too */
+        pthread_cond_signal(&work_posted);
+        thread_wake();
         xc_info("progress thread started");
     }
     pthread_mutex_unlock(&big_lock);

@@ -8,7 +8,11 @@
  *  - blocking calls and xcoll_wait work on top of it;
  *  - and, with or without the thread, a rank that waits long for a late
  *    peer sleeps until the peer's message wakes it: it does not keep a
- *    core busy meanwhile (CPU time well under the wall time).
+ *    core busy meanwhile (CPU time well under the wall time);
+ *  - a communicator may be created with a bootstrap whose allgather is
+ *    itself an xcoll collective on another communicator (what a drop-in
+ *    serving MPI_Allgather does), while the thread runs: creating holds
+ *    xcoll's lock, and a wait inside it with the lock held twice hung.
  *
  * Usage: test_progress [--quick] */
 #include <pthread.h>
@@ -281,6 +285,33 @@ static void test_idle_cpu(xcoll_comm_t comm, int nonblocking)
         tc_pass();
 }
 
+/* 5. A bootstrap over xcoll itself (ctx: the communicator that serves it). */
+static int xcoll_allgather_boot(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
+{
+    return xcoll_allgather(sendbuf, recvbuf, bytes, XCOLL_UINT8, (xcoll_comm_t)ctx, NULL) ==
+                   XCOLL_OK
+               ? 0
+               : -1;
+}
+
+static void test_nested_bootstrap(xcoll_comm_t parent)
+{
+    xcoll_bootstrap_t boot = {tc.rank, tc.size, xcoll_allgather_boot, parent};
+    xcoll_config_t cfg;
+    xcoll_comm_t child = NULL;
+    int x = tc.rank + 1, sum = 0;
+    if (xcoll_config_init(&cfg) != XCOLL_OK)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    cfg.timeout_s = 30;
+    if (!TC_EXPECT(XCOLL_OK, xcoll_comm_create(&boot, &cfg, &child)))
+        return;
+    if (TC_EXPECT(XCOLL_OK, xcoll_allreduce(&x, &sum, 1, XCOLL_INT32, XCOLL_SUM, child, NULL)) &&
+        sum != tc.size * (tc.size + 1) / 2)
+        tc_fail("allreduce on a communicator bootstrapped over xcoll: %d, want %d", sum,
+                tc.size * (tc.size + 1) / 2);
+    TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(child));
+}
+
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && !strcmp(argv[1], "--quick"), provided = 0;
@@ -304,6 +335,7 @@ int main(int argc, char **argv)
     test_overlap(comm, 1000);
     test_overlap(comm, (size_t)1 << (quick ? 18 : 20)); /* CMA-sized messages */
     test_notify(comm);
+    test_nested_bootstrap(comm);
     TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
     test_threads(quick ? 2 : 4, quick ? 20 : 60);
     /* the thread stops with the last communicator and starts again */
