@@ -43,7 +43,7 @@ static unsigned thread_users; /* live communicators that asked for it */
 /* The drainer: the same thread, for communicators whose transport may owe
  * peers bytes after their operations completed (transport.h, drain). */
 static struct xcoll_comm_s *drain_head; /* linked by next_drain */
-static int drain_sleeping;  /* in thread_sleep: thread_wake writes wake_fd */
+static int thread_sleeping; /* in thread_sleep: thread_wake writes wake_fd */
 static int wake_fd = -1;    /* an eventfd the drainer's sleep also polls */
 /* Calls into xcoll while the thread runs (xc_lock): the drainer keeps
  * out of the way while a caller is busy with xcoll, so that a loop of
@@ -686,7 +686,7 @@ static void thread_sleep(int fd, unsigned us)
 {
     struct pollfd pfd[2];
     struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
-    drain_sleeping = 1;
+    thread_sleeping = 1;
     pthread_mutex_unlock(&big_lock);
     pfd[0].fd = fd; /* a negative fd is skipped */
     pfd[0].events = POLLIN;
@@ -698,16 +698,16 @@ static void thread_sleep(int fd, unsigned us)
             xc_debug("xcoll's thread: reading its wake fd: %s", strerror(errno));
     }
     relock();
-    drain_sleeping = 0;
+    thread_sleeping = 0;
 }
 
 /* With the lock held: ends thread_sleep early (once). */
 static void thread_wake(void)
 {
     uint64_t one = 1;
-    if (!drain_sleeping)
+    if (!thread_sleeping)
         return;
-    drain_sleeping = 0;
+    thread_sleeping = 0;
     if (write(wake_fd, &one, sizeof(one)) < 0)
         xc_debug("waking xcoll's thread: %s", strerror(errno));
 }
@@ -857,15 +857,21 @@ static xcoll_status_t thread_start(void)
     return XCOLL_OK;
 }
 
-/* Stops the thread, joined; called without the lock (the thread needs it
- * to finish). */
-static void thread_stop(void)
+/* Tells the thread to leave, wherever it sleeps; called without the lock. */
+static void thread_tell_stop(void)
 {
     pthread_mutex_lock(&big_lock);
     __atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
     pthread_cond_signal(&work_posted);
     thread_wake();
     pthread_mutex_unlock(&big_lock);
+}
+
+/* Stops the thread, joined; called without the lock (the thread needs it
+ * to finish). */
+static void thread_stop(void)
+{
+    thread_tell_stop();
     pthread_join(thread, NULL);
     __atomic_store_n(&threaded, 0, __ATOMIC_RELEASE);
     close(wake_fd);
@@ -893,11 +899,7 @@ static void thread_stop_at_exit(void)
     struct timespec until;
     if (!__atomic_load_n(&threaded, __ATOMIC_ACQUIRE) || pthread_equal(pthread_self(), thread))
         return;
-    pthread_mutex_lock(&big_lock);
-    __atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
-    pthread_cond_signal(&work_posted);
-    thread_wake();
-    pthread_mutex_unlock(&big_lock);
+    thread_tell_stop();
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 1;
     if (pthread_timedjoin_np(thread, NULL, &until) == 0)

@@ -1100,7 +1100,7 @@ static void ucx_sleep(const xc_wait_t *w, unsigned max_us)
 static int ucx_drain(void *tl_comm, xc_wait_t *w)
 {
     int a;
-    if (ucp_worker_progress(g_ucx.worker) > 0)
+    if (ucx_progress(tl_comm) > 0)
         return 1;
     a = ucx_arm(tl_comm, w);
     if (a == 0)
