@@ -15,8 +15,9 @@
  * in two modes: the caller waits in xcoll_allreduce, and the progress
  * thread waits (xcoll_iallreduce + xcoll_wait on a communicator with it).
  *
- * Usage: mpirun -np P bench/late_peer [-n ITERS] [-d MS] [-b BYTES]
- * Prints medians over ITERS and over the waiting ranks. */
+ * Usage: mpirun -np P bench/late_peer [-n ITERS] [-d MS] [-b BYTES] [-v 1]
+ * Prints medians over ITERS and over the waiting ranks; with -v 1 also
+ * each waiting rank's median lag (which hop of a slow wake-up chain). */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <stdio.h>
@@ -77,7 +78,7 @@ static void once(xcoll_comm_t comm, int nonblocking, double delay, char *in, cha
 
 int main(int argc, char **argv)
 {
-    int rank, size, iters = 30;
+    int rank, size, iters = 30, verbose = 0;
     double delay_ms = 20;
     size_t bytes = 8;
     xcoll_config_t cfg;
@@ -91,10 +92,13 @@ int main(int argc, char **argv)
             delay_ms = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "-b"))
             bytes = (size_t)atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "-v"))
+            verbose = atoi(argv[i + 1]);
     }
     if (size < 2 || iters < 1 || iters > 10000 || delay_ms < 0 || delay_ms >= 1000) {
         if (rank == 0)
-            fprintf(stderr, "usage: mpirun -np P>=2 late_peer [-n 1..10000] [-d MS<1000] [-b BYTES]\n");
+            fprintf(stderr, "usage: mpirun -np P>=2 late_peer [-n 1..10000] [-d MS<1000] [-b BYTES] "
+                            "[-v 0|1]\n");
         MPI_Finalize();
         return 2;
     }
@@ -122,6 +126,10 @@ int main(int argc, char **argv)
             MPI_Gather(v, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
             /* the late rank's own numbers (gathered last) are not a wait */
             n = (size - 1) * iters;
+            if (rank == 0 && k == 1 && verbose)
+                for (int r = 0; r < size - 1; r++)
+                    printf("  %-14s rank %d: lag %.1f us\n", mode ? "progress thread" : "caller", r,
+                           median(all + (size_t)r * (size_t)iters, iters));
             stat[k] = rank == 0 ? median(all, n) : 0;
         }
         if (rank == 0)

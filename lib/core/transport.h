@@ -38,11 +38,13 @@ static inline void xc_land_reduce_apply(const xc_land_reduce_t *red, size_t off,
         xc_reduce(dst, a, msg, count, red->dtype, red->op);
 }
 
-/* What a sleeping rank waits on (see arm/sleep below): an event fd, or
- * futex words in shared memory with the values they had when armed. */
+/* What a sleeping rank waits on (see arm/sleep below): event fds (UCX's,
+ * and a doorbell that shared memory rings where a wait depends on both),
+ * or futex words in shared memory with the values they had when armed. */
 #define XC_WAIT_WORDS 16
 typedef struct {
     int fd;                           /* -1: none */
+    int fd2;                          /* a second one, or -1 */
     unsigned nwords;
     uint32_t *word[XC_WAIT_WORDS];
     uint32_t val[XC_WAIT_WORDS];
@@ -140,6 +142,12 @@ typedef struct xc_transport {
 
 /* The UCX transport (lib/ucx/ucx_transport.c). */
 extern const xc_transport_t xc_ucx_transport;
+
+/* How long its idle back-off spins, then yields, before it sleeps (us):
+ * the shared-memory transport's waits that depend on UCX too follow it
+ * (over the kernel's TCP a waiting rank does not spin: its peers' bytes
+ * need the same cores). */
+void xc_ucx_backoff(unsigned *spin_us, unsigned *yield_us);
 
 /* Shared memory between the ranks of one node, UCX to the others
  * (lib/shm/shm_transport.c); with XCOLL_SHM=0 everything goes to UCX. */

@@ -169,6 +169,12 @@ static void backoff_select(int oversubscribed)
     g_backoff.sleep_us = env_unsigned("XCOLL_UCX_SLEEP_US", g_backoff.sleep_us);
 }
 
+void xc_ucx_backoff(unsigned *spin_us, unsigned *yield_us)
+{
+    *spin_us = g_backoff.spin_us;
+    *yield_us = g_backoff.yield_us;
+}
+
 /* --- process-wide context and worker ---------------------------------------- */
 
 static void wait_and_free(void *r, const char *what, uint64_t deadline_ns);
@@ -1079,6 +1085,7 @@ static int ucx_arm(void *tl_comm, xc_wait_t *w)
     if (s != UCS_OK)
         return -1;
     w->fd = g_ucx.efd;
+    w->fd2 = -1;
     w->nwords = 0;
     w->max_us = g_backoff.sleep_us;
     return 0;

@@ -175,6 +175,31 @@ inside_two() {
     hier_run hier.2x2 4
     hier2d_run hier2d.2x2 4
     mpi nonblocking.2x2 4 "$bindir/test_nonblocking"
+    # a wait that depends on UCX and on shared memory sleeps on both: UCX's
+    # event fd, and a doorbell that the node's peers ring (test_progress:
+    # 20 rounds of a local peer's send 20 ms late, by the caller, then by
+    # the progress thread; the receivers are each node's first rank, 0 and
+    # 2, as ranks fill the nodes in order). A bell that never rang costs
+    # time only, so it shows here and nowhere else: the counts each
+    # receiver logs as its communicators go (running totals; the first
+    # communicator is the caller's, the second the thread's)
+    if XCOLL_LOG=debug mpi progress.2x2 4 -x XCOLL_LOG "$bindir/test_progress" --quick; then
+        for r in 0 2; do
+            counts=$(grep "^\[xcoll r$r\] debug: shared memory: [0-9]* of [0-9]* sleeps" \
+                "$logdir/progress.2x2.err" | head -n 2 | sed 's/.*memory: \([0-9]*\) of.*/\1/')
+            n1=$(echo "$counts" | sed -n 1p) n2=$(echo "$counts" | sed -n 2p)
+            if [ -z "$n2" ]; then
+                fail "progress.2x2: rank $r logged no sleeps on its doorbell for two communicators" \
+                    "(doorbells off? see $logdir/progress.2x2.err)"
+            elif [ "$n1" -ge 10 ] && [ $((n2 - n1)) -ge 10 ]; then
+                pass "progress.2x2: rank $r's sleeps for its local peer ended by the doorbell" \
+                    "($n1 times waiting itself, $((n2 - n1)) in the progress thread)"
+            else
+                fail "progress.2x2: rank $r's sleeps ended by the doorbell $n1 times waiting itself," \
+                    "$((n2 - n1)) in the progress thread: not >= 10 each for 20 late sends"
+            fi
+        done
+    fi
     mpi comms.2x2 4 "$bindir/test_comms"
     mpi vcoll.2x2 4 "$bindir/test_vcoll" --quick
     # the rank that skips a collective (the last) is on the other node

@@ -9,6 +9,10 @@
  *  - and, with or without the thread, a rank that waits long for a late
  *    peer sleeps until the peer's message wakes it: it does not keep a
  *    core busy meanwhile (CPU time well under the wall time);
+ *  - a rank waiting for a peer on its node, in a communicator that also
+ *    spans nodes (so its wait depends on UCX as well), gets the message
+ *    (it sleeps on UCX's event fd and its doorbell there; that the peer
+ *    rang it shows in the debug log, which run_cluster_tests reads);
  *  - a communicator may be created with a bootstrap whose allgather is
  *    itself an xcoll collective on another communicator (what a drop-in
  *    serving MPI_Allgather does), while the thread runs: creating holds
@@ -285,6 +289,45 @@ static void test_idle_cpu(xcoll_comm_t comm, int nonblocking)
         tc_pass();
 }
 
+/* 4b. Rounds in which a rank's peer on the same node sends 20 ms late:
+ * the receiver sleeps, and the message wakes it. Across nodes the wait
+ * depends on UCX too; then the doorbell ends the sleep, which is seen in
+ * the debug log only ("... ended by the doorbell": run_cluster_tests
+ * counts them), as a bell that never rang costs a late wakeup, not a
+ * wrong result. */
+static void test_local_wake(xcoll_comm_t comm, int rounds)
+{
+    MPI_Comm node;
+    int lrank, lsize, *world_of;
+    TC_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    TC_MPI(MPI_Comm_rank(node, &lrank));
+    TC_MPI(MPI_Comm_size(node, &lsize));
+    world_of = malloc((size_t)lsize * sizeof(*world_of));
+    TC_MPI(MPI_Allgather(&tc.rank, 1, MPI_INT, world_of, 1, MPI_INT, node));
+    TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    for (int r = 0; r < rounds && lsize >= 2 && lrank < 2; r++) {
+        int peer = world_of[1 - lrank];
+        int64_t v = (int64_t)r * 1000 + tc.rank;
+        xcoll_status_t st;
+        if (lrank == 1) {
+            struct timespec late = { 0, 20 * 1000 * 1000 };
+            nanosleep(&late, NULL);
+            st = xcoll_send(&v, 1, XCOLL_INT64, peer, 7, comm, NULL);
+        } else {
+            st = xcoll_recv(&v, 1, XCOLL_INT64, peer, 7, comm, NULL);
+        }
+        if (st != XCOLL_OK || (lrank == 0 && v != (int64_t)r * 1000 + peer)) {
+            tc_fail("local late send, round %d: status %d, got %lld", r, (int)st, (long long)v);
+            break;
+        }
+        if (r == rounds - 1)
+            tc_pass();
+    }
+    TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    free(world_of);
+    MPI_Comm_free(&node);
+}
+
 /* 5. A bootstrap over xcoll itself (ctx: the communicator that serves it). */
 static int xcoll_allgather_boot(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
 {
@@ -329,9 +372,11 @@ int main(int argc, char **argv)
     /* before any communicator starts the thread: the caller waits */
     xcoll_comm_t comm = tc_comm_create(MPI_COMM_WORLD, 60);
     test_idle_cpu(comm, 0);
+    test_local_wake(comm, 20);
     TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(comm));
     comm = comm_with_thread(MPI_COMM_WORLD);
     test_idle_cpu(comm, 1);
+    test_local_wake(comm, 20);
     test_overlap(comm, 1000);
     test_overlap(comm, (size_t)1 << (quick ? 18 : 20)); /* CMA-sized messages */
     test_notify(comm);
