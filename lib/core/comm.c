@@ -255,7 +255,10 @@ xcoll_status_t xcoll_comm_create(const xcoll_bootstrap_t *boot, const xcoll_conf
     xc_unlock(locked_boot.locked);
     if (rc == XCOLL_OK && cfg->progress_thread)
         rc = xc_progress_thread_start();
-    if (rc == XCOLL_OK && comm->tl->drain != NULL && comm->topo->nnodes > 1 && drain_wanted()) {
+    if (rc == XCOLL_OK && comm->tl->drain != NULL &&
+        (comm->topo->nnodes > 1 ||
+         (comm->tl->owes_tails != NULL && comm->tl->owes_tails(comm->tl_comm))) &&
+        drain_wanted()) {
         if ((rc = xc_drain_start(comm)) != XCOLL_OK && cfg->progress_thread)
             xc_progress_thread_stop();
         comm->drains = rc == XCOLL_OK;

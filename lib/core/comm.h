@@ -89,8 +89,9 @@ xcoll_status_t xc_progress_thread_start(void);
 void xc_progress_thread_stop(void);
 /* The drainer (request.c): the same thread, for communicators whose
  * transport may still owe peers bytes after every operation completed
- * (transport.h, drain: UCX over TCP, between nodes). While no operation
- * of the process is active it progresses that part, and sleeps on the
+ * (transport.h, drain, owes_tails: UCX over TCP). Every communicator
+ * spanning nodes joins, and one of a node where UCX talks TCP. While no
+ * operation of the process is active it progresses that part and sleeps on the
  * transport's wakeup; meanwhile the callers progress as without a
  * thread. start: comm joins (the thread starts if it does not run);
  * remove: comm leaves (before its transport goes), with or without the

@@ -126,6 +126,12 @@ typedef struct xc_transport {
      * moved and there is no wakeup (nap). */
     int (*drain)(void *tl_comm, xc_wait_t *w);
 
+    /* Optional (NULL = never): whether this communicator's traffic can
+     * leave such bytes behind (UCX over the kernel's TCP to some peer).
+     * Communicators spanning nodes are drained anyway; this adds those of
+     * one node whose ranks talk over TCP (UCX_TLS=tcp, XCOLL_SHM=0). */
+    int (*owes_tails)(void *tl_comm);
+
     /* Optional (NULL = never known). A lost peer: the transport gave up on
      * its connection (the process or node died, or the network to it), so
      * a receive from it will never complete. lost_count: how many

@@ -1660,6 +1660,13 @@ static int shm_drain(void *tl_comm, xc_wait_t *w)
     return xc_ucx_transport.drain(c->ucx, w);
 }
 
+/* Only UCX's part can owe tails (a ring slot is whole once published). */
+static int shm_owes_tails(void *tl_comm)
+{
+    xc_shm_comm_t *c = tl_comm;
+    return c->ucx != NULL && xc_ucx_transport.owes_tails(c->ucx);
+}
+
 static void shm_disarm(void)
 {
     for (xc_shm_comm_t *x = live_head(); x != NULL; x = x->next_live) {
@@ -1903,6 +1910,7 @@ const xc_transport_t xc_shm_transport = {
     .sleep = shm_sleep,
     .disarm = shm_disarm,
     .drain = shm_drain,
+    .owes_tails = shm_owes_tails,
     .lost_count = shm_lost_count,
     .peer_lost = shm_peer_lost,
     .peer_left = shm_peer_left,

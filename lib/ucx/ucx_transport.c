@@ -56,6 +56,7 @@ typedef struct {
     int rank;
     int size;
     xc_ucx_ep_t **peers; /* indexed by rank in the communicator */
+    int tcp;             /* some peer is reached over the kernel's TCP */
 } xc_ucx_comm_t;
 
 /* Statuses with which UCX says a peer is gone rather than a request bad. */
@@ -732,14 +733,18 @@ static int first_peer(const xc_ucx_comm_t *c, const struct xc_topo *topo, int sa
 }
 
 /* After the endpoints exist: says at info level which transports reach
- * this rank's peers, and stops spinning when another node is reached over
- * the kernel's TCP (g_kernel_net). */
-static void note_lanes(const xc_ucx_comm_t *c, const struct xc_topo *topo)
+ * this rank's peers, notes whether any is the kernel's TCP (c->tcp: the
+ * drainer's business, ucx_owes_tails), and stops spinning when another
+ * node is reached over it (g_kernel_net). */
+static void note_lanes(xc_ucx_comm_t *c, const struct xc_topo *topo)
 {
-    char self[128], local[128], remote[128];
+    char self[128], local[128] = "", remote[128] = "";
     int any_local = first_peer(c, topo, 1), any_remote = first_peer(c, topo, 0);
-    if (any_remote >= 0 && (xc_log_level >= XC_LOG_INFO || !g_kernel_net))
+    if (any_remote >= 0)
         ep_lanes(c->peers[any_remote]->ep, remote, sizeof(remote));
+    if (any_local >= 0)
+        ep_lanes(c->peers[any_local]->ep, local, sizeof(local));
+    c->tcp = strstr(remote, "tcp/") != NULL || strstr(local, "tcp/") != NULL;
     if (any_remote >= 0 && !g_kernel_net && strstr(remote, "tcp/") != NULL) {
         xc_debug("UCX: rank %d is reached over TCP: waiting ranks do not spin", any_remote);
         g_kernel_net = 1;
@@ -748,8 +753,6 @@ static void note_lanes(const xc_ucx_comm_t *c, const struct xc_topo *topo)
     if (xc_log_level < XC_LOG_INFO)
         return;
     ep_lanes(c->peers[c->rank]->ep, self, sizeof(self));
-    if (any_local >= 0)
-        ep_lanes(c->peers[any_local]->ep, local, sizeof(local));
     xc_info("UCX: to ranks on other nodes %s; to ranks on this node %s; to itself %s",
             any_remote >= 0 ? remote : "(none)", any_local >= 0 ? local : "(none)", self);
 }
@@ -1115,6 +1118,14 @@ static int ucx_drain(void *tl_comm, xc_wait_t *w)
     return a;
 }
 
+/* See transport.h: over TCP, UCX keeps what the socket did not take of a
+ * message it reported sent, and writes it only when progressed again. */
+static int ucx_owes_tails(void *tl_comm)
+{
+    const xc_ucx_comm_t *c = tl_comm;
+    return c != NULL && c->tcp;
+}
+
 static void ucx_disarm(void)
 {
     /* the event fd needs nothing undone */
@@ -1206,6 +1217,7 @@ const xc_transport_t xc_ucx_transport = {
     .sleep = ucx_sleep,
     .disarm = ucx_disarm,
     .drain = ucx_drain,
+    .owes_tails = ucx_owes_tails,
     .peer_lost = ucx_peer_lost,
     .peer_left = ucx_peer_left,
     .lost_count = ucx_lost_count,
