@@ -22,11 +22,12 @@
  *    Creating and destroying communicators must not overlap other xcoll
  *    calls. A request may be tested or waited for by one thread at a time.
  *    A communicator that spans nodes, or whose ranks UCX connects over
- *    TCP, also runs a thread of xcoll's own, the drainer (XCOLL_DRAIN=0 turns it off), which changes none of the
- *    above: once the caller has stayed out of xcoll for a few ms it
- *    progresses UCX, which writes out what UCX still holds of messages
- *    already reported sent (a peer may be waiting for them); it never
- *    finishes a request or calls a callback.
+ *    TCP, also runs a thread of xcoll's own, the drainer (XCOLL_DRAIN=0
+ *    turns it off), which changes none of the above: once the caller has
+ *    stayed out of xcoll for a few ms it progresses UCX, which writes out
+ *    what UCX still holds of messages already reported sent (a peer may
+ *    be waiting for them); it never finishes a request or calls a
+ *    callback.
  *
  * In-place operation: pass XCOLL_IN_PLACE as the send buffer (MPI style),
  * or pass the same pointer as send and receive buffer (NCCL style); each

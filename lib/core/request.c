@@ -29,7 +29,7 @@ static struct xcoll_request_s *active_head;
  * caches and the block pool. The thread holds it while it progresses and
  * lets go to sleep. With the progress thread's users, a caller's
  * xcoll_wait sleeps on `finished` instead of progressing; with the
- * drainer alone (communicators across nodes), callers progress as
+ * drainer alone (communicators across nodes or over TCP), callers progress as
  * without a thread, holding the lock. Recursive: a blocking call takes it
  * in its nonblocking form and again in the wait. */
 static pthread_mutex_t big_lock;
@@ -760,7 +760,7 @@ static void drain_round(void)
 }
 
 /* Progresses while something is posted (the progress thread's users),
- * drains while nothing is (communicators across nodes), sleeps
+ * drains while nothing is (communicators across nodes or over TCP), sleeps
  * otherwise. Progressing backs off when it stalls (yields, then sleeps on
  * the transport's wakeup for at most 1 ms, naps where it has none), with
  * the lock let go so callers can post and test meanwhile. With only the

@@ -129,7 +129,9 @@ typedef struct xc_transport {
     /* Optional (NULL = never): whether this communicator's traffic can
      * leave such bytes behind (UCX over the kernel's TCP to some peer).
      * Communicators spanning nodes are drained anyway; this adds those of
-     * one node whose ranks talk over TCP (UCX_TLS=tcp, XCOLL_SHM=0). */
+     * one node whose ranks talk over TCP (UCX_TLS=tcp, or containers
+     * that share a host name but not shared memory). Called once after a
+     * successful comm_init, without the lock: reads what comm_init set. */
     int (*owes_tails)(void *tl_comm);
 
     /* Optional (NULL = never known). A lost peer: the transport gave up on

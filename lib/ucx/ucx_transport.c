@@ -46,6 +46,7 @@ typedef struct xc_ucx_ep {
     int used;               /* a send to it was posted, or a receive from it completed:
                              * the connection exists, and closing it fails the peer's */
     int closing;            /* eps_release is closing it: its failure is no news */
+    int tcp;                /* its lanes: -1 not read yet, 0 none, 1 some over TCP */
     void *bye_req;          /* the receive of its goodbye, if it did not complete at once */
     void *bye_send;         /* ours, while eps_release waits for it */
     size_t addr_len;
@@ -572,6 +573,7 @@ static xcoll_status_t ep_get(const void *addr, size_t len, int rank, int remote,
     e->left = 0;
     e->used = 0;
     e->closing = 0;
+    e->tcp = -1;
     e->bye_req = NULL;
     e->bye_send = NULL;
     memset(&params, 0, sizeof(params));
@@ -732,19 +734,34 @@ static int first_peer(const xc_ucx_comm_t *c, const struct xc_topo *topo, int sa
     return -1;
 }
 
+/* Whether UCX reaches e's peer over the kernel's TCP; read once per
+ * endpoint (endpoints outlive communicators). */
+static int ep_tcp(xc_ucx_ep_t *e)
+{
+    char lanes[128];
+    if (e->tcp < 0) {
+        ep_lanes(e->ep, lanes, sizeof(lanes));
+        e->tcp = strstr(lanes, "tcp/") != NULL;
+    }
+    return e->tcp;
+}
+
 /* After the endpoints exist: says at info level which transports reach
  * this rank's peers, notes whether any is the kernel's TCP (c->tcp: the
  * drainer's business, ucx_owes_tails), and stops spinning when another
- * node is reached over it (g_kernel_net). */
+ * node is reached over it (g_kernel_net). Every peer on this host is
+ * asked (UCX may reach some by shared memory and others, in another
+ * container, by TCP), one on other hosts stands for all. */
 static void note_lanes(xc_ucx_comm_t *c, const struct xc_topo *topo)
 {
     char self[128], local[128] = "", remote[128] = "";
     int any_local = first_peer(c, topo, 1), any_remote = first_peer(c, topo, 0);
     if (any_remote >= 0)
         ep_lanes(c->peers[any_remote]->ep, remote, sizeof(remote));
-    if (any_local >= 0)
-        ep_lanes(c->peers[any_local]->ep, local, sizeof(local));
-    c->tcp = strstr(remote, "tcp/") != NULL || strstr(local, "tcp/") != NULL;
+    c->tcp = strstr(remote, "tcp/") != NULL;
+    for (int r = 0; r < c->size && !c->tcp; r++)
+        if (r != c->rank && topo->host_of[r] == topo->host_of[c->rank])
+            c->tcp = ep_tcp(c->peers[r]);
     if (any_remote >= 0 && !g_kernel_net && strstr(remote, "tcp/") != NULL) {
         xc_debug("UCX: rank %d is reached over TCP: waiting ranks do not spin", any_remote);
         g_kernel_net = 1;
@@ -753,6 +770,8 @@ static void note_lanes(xc_ucx_comm_t *c, const struct xc_topo *topo)
     if (xc_log_level < XC_LOG_INFO)
         return;
     ep_lanes(c->peers[c->rank]->ep, self, sizeof(self));
+    if (any_local >= 0)
+        ep_lanes(c->peers[any_local]->ep, local, sizeof(local));
     xc_info("UCX: to ranks on other nodes %s; to ranks on this node %s; to itself %s",
             any_remote >= 0 ? remote : "(none)", any_local >= 0 ? local : "(none)", self);
 }

@@ -443,13 +443,27 @@ label=
 # (no shared memory), a broadcast root running ahead of late receivers
 # into 16 KiB sockets leaves the tail of a message in UCX's buffer, which
 # only its progress writes out (test_handoff --stream; without the
-# drainer, XCOLL_DRAIN=0, the round of 8 broadcasts hangs every time)
+# drainer, XCOLL_DRAIN=0, the round of 8 broadcasts hangs every time; a
+# kernel whose loopback never fills the sockets would pass without it, so
+# the log must also say that every rank's communicator has the drainer)
 if [ -x "${top_builddir:-$bindir/../..}/test/cluster/test_handoff" ]; then
-    export XCOLL_SHM=0 UCX_TLS=tcp,self UCX_TCP_SNDBUF=16k UCX_TCP_RCVBUF=16k
+    export XCOLL_SHM=0 UCX_TLS=tcp,self UCX_TCP_SNDBUF=16k UCX_TCP_RCVBUF=16k XCOLL_LOG=info
     label=.tcp-drain
-    run test/cluster/test_handoff 4 --rounds 40 --block 8192 --stream 20 --lag 0.2 --timeout 5
-    unset XCOLL_SHM UCX_TLS UCX_TCP_SNDBUF UCX_TCP_RCVBUF
+    if run test/cluster/test_handoff 4 --rounds 20 --block 8192 --stream 20 --lag 0.2 --timeout 5; then
+        n=$(grep -c "communicator 1 created: .*, drainer" "$logdir/test_handoff.tcp-drain.4.err")
+        if [ "$n" -eq 4 ]; then
+            echo "run_mpi_tests: PASS test_handoff.tcp-drain: every rank's communicator has the drainer"
+            passed=$((passed + 1))
+        else
+            echo "run_mpi_tests: FAIL test_handoff.tcp-drain: $n of 4 ranks logged their communicator with the drainer"
+            failed=$((failed + 1))
+            failed_runs="$failed_runs test_handoff.tcp-drain.log"
+        fi
+    fi
+    unset XCOLL_SHM UCX_TLS UCX_TCP_SNDBUF UCX_TCP_RCVBUF XCOLL_LOG
     label=
+else
+    echo "run_mpi_tests: SKIP test_handoff.tcp-drain (test/cluster/test_handoff not built)"
 fi
 # The call check (XCOLL_CHECK): mismatched calls fail on every rank, the
 # communicator goes on; and the suite's matching calls, every collective,
