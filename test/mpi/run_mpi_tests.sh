@@ -336,16 +336,17 @@ fi
 # open TCP, where it would warn on every rank about a setting no transport
 # took. UCX's debug log shows what its TCP transport took (and logs to
 # stdout unless told otherwise).
-# log_has RUN PATTERN COUNT WHAT: RUN's log has COUNT lines matching PATTERN
-# (COUNT "some": at least one)
+# log_has RUN PATTERN COUNT WHAT: RUN's log ($logdir/RUN.err, RUN as
+# PROGRAM.LABEL.NP) has COUNT lines matching PATTERN (COUNT "some": at
+# least one)
 log_has() {
-    n=$(grep -c -- "$2" "$logdir/test_comms.$1.err")
+    n=$(grep -c -- "$2" "$logdir/$1.err")
     if [ "$n" = "$3" ] || { [ "$3" = some ] && [ "$n" -gt 0 ]; }; then
         echo "run_mpi_tests: PASS $4"
         passed=$((passed + 1))
     else
         echo "run_mpi_tests: FAIL $4: $n lines match '$2' in the log of $1, not $3"
-        grep -m 5 -- "$2" "$logdir/test_comms.$1.err"
+        grep -m 5 -- "$2" "$logdir/$1.err"
         failed=$((failed + 1))
         failed_runs="$failed_runs $1"
     fi
@@ -365,16 +366,16 @@ label=.smself
 run test_comms 2
 label=
 unset XCOLL_LOG UCX_LOG_FILE UCX_TLS
-log_has tcpseg.2 "debug: UCX: UCX_TCP_TX_SEG_SIZE=64K, UCX_TCP_RX_SEG_SIZE=256K" 2 \
+log_has test_comms.tcpseg.2 "debug: UCX: UCX_TCP_TX_SEG_SIZE=64K, UCX_TCP_RX_SEG_SIZE=256K" 2 \
     "UCX over TCP: both ranks ask for 64 KiB sends and 256 KiB reads"
-log_has tcpseg.2 "apply UCT configuration \(TCP_\)\{0,1\}TX_SEG_SIZE=64K" some \
+log_has test_comms.tcpseg.2 "apply UCT configuration \(TCP_\)\{0,1\}TX_SEG_SIZE=64K" some \
     "UCX over TCP: UCX's TCP transport took them"
-log_has tcpseg.2 "invalid configuration" 0 "UCX over TCP: no warning from UCX"
-log_has tcpuser.2 "the TCP segment sizes are the user's" 2 \
+log_has test_comms.tcpseg.2 "invalid configuration" 0 "UCX over TCP: no warning from UCX"
+log_has test_comms.tcpuser.2 "the TCP segment sizes are the user's" 2 \
     "UCX over TCP: the user's UCX_TCP_RX_SEG_SIZE=32K leaves both sizes to UCX"
-log_has tcpuser.2 "apply UCT configuration" 0 "UCX over TCP: nothing added to the user's setting"
-log_has smself.2 "SEG_SIZE" 0 "UCX_TLS=sm,self: no TCP settings"
-log_has smself.2 "invalid configuration" 0 "UCX_TLS=sm,self: no warning from UCX"
+log_has test_comms.tcpuser.2 "apply UCT configuration" 0 "UCX over TCP: nothing added to the user's setting"
+log_has test_comms.smself.2 "SEG_SIZE" 0 "UCX_TLS=sm,self: no TCP settings"
+log_has test_comms.smself.2 "invalid configuration" 0 "UCX_TLS=sm,self: no warning from UCX"
 
 for np in 2 3 4 8; do
     run test_nonblocking $np
@@ -449,17 +450,9 @@ label=
 if [ -x "${top_builddir:-$bindir/../..}/test/cluster/test_handoff" ]; then
     export XCOLL_SHM=0 UCX_TLS=tcp,self UCX_TCP_SNDBUF=16k UCX_TCP_RCVBUF=16k XCOLL_LOG=info
     label=.tcp-drain
-    if run test/cluster/test_handoff 4 --rounds 20 --block 8192 --stream 20 --lag 0.2 --timeout 5; then
-        n=$(grep -c "communicator 1 created: .*, drainer" "$logdir/test_handoff.tcp-drain.4.err")
-        if [ "$n" -eq 4 ]; then
-            echo "run_mpi_tests: PASS test_handoff.tcp-drain: every rank's communicator has the drainer"
-            passed=$((passed + 1))
-        else
-            echo "run_mpi_tests: FAIL test_handoff.tcp-drain: $n of 4 ranks logged their communicator with the drainer"
-            failed=$((failed + 1))
-            failed_runs="$failed_runs test_handoff.tcp-drain.log"
-        fi
-    fi
+    run test/cluster/test_handoff 4 --rounds 20 --block 8192 --stream 20 --lag 0.2 --timeout 5 &&
+        log_has test_handoff.tcp-drain.4 "communicator 1 created: .*, drainer" 4 \
+            "test_handoff.tcp-drain: every rank's communicator has the drainer"
     unset XCOLL_SHM UCX_TLS UCX_TCP_SNDBUF UCX_TCP_RCVBUF XCOLL_LOG
     label=
 else
