@@ -4,12 +4,15 @@ measurements: the "Calibration" section of docs/SCALING.md.
 
 1. Fit, on this machine (xcoll-perf, 2 ranks): alpha and beta within a node
    from a linear bcast (one message), gamma from a linear reduce (one
-   message, reduced on arrival) minus that message.
+   message, reduced on arrival) minus that message, the cache from the
+   bcast's sizes beyond it, a shared core's turn from small allreduces of
+   4 ranks, and what bytes written in the call cost to read (--forward)
+   from a 2-rank ring allreduce.
 2. Measure every algorithm of allreduce, bcast, reduce, allgather,
    reduce_scatter and alltoall at 2 and 4 ranks on one node, 64 KiB to
-   16 MiB (RUNS runs, the median of each point; the slowest rank's mean;
-   each job starts at 16 KiB, as the first size also pays the job's
-   first-call costs).
+   16 MiB (RUNS runs, the median of each point; each run's point is the
+   median of 20 calls' slowest rank, TIMING; each job starts at 16 KiB, as
+   the first size also pays the job's first-call costs).
 3. Predict each point with `xcoll-info --predict` and the fitted numbers;
    across nodes, predict the points of every algorithm on 2 nodes x 2
    ranks, unshaped and at 1 Gbit/s, and 4 x 2 unshaped (allreduce) with
@@ -18,15 +21,16 @@ measurements: the "Calibration" section of docs/SCALING.md.
    in bench/results/model/) where there are any, else
    bench/cluster_sweep.sh's (bench/results/cluster/, one run each).
 4. Print a markdown section: the fitted numbers, the table of predicted vs
-   measured, and how many points are within +-25%.
+   measured, how many points are within +-25%, and per place how many of
+   the runs are within +-25% of their own point's median.
 
 Usage: bench/calibrate_model.py [--runs R] [--report | --parts intra,inter,cluster] [--out FILE.md]
   --report: measure nothing, use the CSVs already in bench/results/model/;
   --parts: measure only these (intra: steps 1-2 on this node; inter: the
   2-node fit; cluster: the points across nodes, not measured by default),
   then report.
-Needs mpirun (and root for the clusters). At 3 runs: intra 2 minutes,
-inter 1, cluster about 30.
+Needs mpirun (and root for the clusters). At 3 runs all three parts take
+about 20 minutes (2026-12-07), most of it the clusters.
 """
 import argparse
 import csv
@@ -46,6 +50,11 @@ CLUSTER_RES = os.path.join(TOP, "bench", "results", "cluster")
 PERF = os.environ.get("XCOLL_PERF", os.path.join(TOP, "build", "bin", "xcoll-perf"))
 INFO = os.environ.get("XCOLL_INFO", os.path.join(TOP, "build", "bin", "xcoll-info"))
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "mpi_yield_when_idle", "1"]
+# Each point: 20 timed calls, each call's slowest rank, the median of
+# those (-a 4). The mean over ranks' means (-a 3, until 2026-12-07) put a
+# scheduler's 3-4 ms slice that lands in one call of ten into the point:
+# with 4 ranks on 2 cores the three runs of a point then spread 2x.
+TIMING = "-n 20 -w 2 -a 4"
 COLLS = {
     "allreduce": ["recdbl", "rabenseifner", "ring", "reduce_bcast", "dbtree", "direct"],
     "bcast": ["binomial", "chain", "scatter_allgather", "dbtree", "linear"],
@@ -66,8 +75,8 @@ def size_text(b):
 
 
 def perf(np_, out, *args):
-    cmd = MPIRUN + ["-np", str(np_), PERF, "-n", "10", "-w", "2", "-a", "3", "--no-inplace",
-                    "--csv", "-d", "float32", "-o", "sum"] + list(args)
+    cmd = MPIRUN + ["-np", str(np_), PERF] + TIMING.split() + [
+        "--no-inplace", "--csv", "-d", "float32", "-o", "sum"] + list(args)
     with open(out, "w") as f:
         r = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, text=True, timeout=900)
     if r.returncode != 0:
@@ -94,6 +103,24 @@ def medians(pattern):
     return {s: statistics.median(r[s] for r in runs if s in r) for s in sizes}
 
 
+def spread(pattern, sizes):
+    """How the runs of each point agree: (runs within +-25% of their
+    point's median, runs), the median run itself left out."""
+    runs = [times(p) for p in sorted(glob.glob(pattern)) if not p.endswith(".err")]
+    within = total = 0
+    for s in sizes:
+        v = sorted(r[s] for r in runs if s in r)
+        if len(v) < 2:
+            continue
+        m = statistics.median(v)
+        others = list(v)
+        if len(v) % 2:
+            others.remove(v[len(v) // 2])
+        total += len(others)
+        within += sum(abs(x / m - 1) <= 0.25 for x in others)
+    return within, total
+
+
 def measure_intra(runs):
     os.makedirs(RES, exist_ok=True)
     for run in range(1, runs + 1):
@@ -104,6 +131,8 @@ def measure_intra(runs):
              "-b", "8", "-e", "32M", "-f", "2")
         perf(4, "%s/fit-turn-run%d.csv" % (RES, run), "-C", "allreduce", "--algo", "recdbl",
              "-b", "8", "-e", "2K", "-f", "4", "-n", "1000", "-w", "100")
+        perf(2, "%s/fit-forward-run%d.csv" % (RES, run), "-C", "allreduce", "--algo", "ring",
+             "-b", "16K", "-e", "1M", "-f", "2")
         for np_ in (2, 4):
             for coll, algos in COLLS.items():
                 for a in algos:
@@ -123,7 +152,7 @@ def measure_inter(runs):
                    "--ranks-per-node", "1"] + ([] if rate == "none" else ["--rate", rate]) + [
                 "--", "sh", "-c",
                 "$XCOLL_CLUSTER_MPIRUN -np 2 --mca mpi_yield_when_idle 1 %s -C bcast --algo "
-                "linear -b 8 -e 16M -f 4 -n 10 -w 2 -a 3 --no-inplace --csv > %s" % (PERF, out)]
+                "linear -b 8 -e 16M -f 4 %s --no-inplace --csv > %s" % (PERF, TIMING, out)]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
             if r.returncode != 0:
                 print("calibrate_model: the 2-node fit (%s) failed: %s"
@@ -150,9 +179,9 @@ def measure_cluster(runs):
                     out = "%s/%s-n%dx2-%s-%s-run%d.csv" % (RES, coll, nodes, rate, a, run)
                     lines.append(
                         "timeout 600 $XCOLL_CLUSTER_MPIRUN -np %d --mca mpi_yield_when_idle 1 %s "
-                        "-C %s --algo %s -b 16K -e 16M -f 4 -n 10 -w 2 -a 3 --no-inplace --csv "
+                        "-C %s --algo %s -b 16K -e 16M -f 4 %s --no-inplace --csv "
                         "-d float32 -o sum > %s 2> %s.err || echo 'calibrate_model: %s failed' >&2"
-                        % (2 * nodes, PERF, coll, a, out, out, os.path.basename(out)))
+                        % (2 * nodes, PERF, coll, a, TIMING, out, out, os.path.basename(out)))
         print("calibrate_model: %d nodes x 2, %s: %d jobs" % (nodes, rate, len(lines)),
               file=sys.stderr)
         cmd = ["bash", os.path.join(TOP, "scripts", "cluster.sh"), "exec", "--nodes", str(nodes),
@@ -239,6 +268,27 @@ def fit_turn(small, intra, reduce_gbs, overhead, memory):
     return float(extra[3])
 
 
+def fit_forward(ring, intra, reduce_gbs, overhead, memory):
+    """What a byte a rank wrote in the call costs when a rank of its node
+    reads it (--forward), fitted to the 2-rank ring allreduce from 64 KiB
+    (its second half sends what each rank has just reduced; the rest of
+    that schedule is priced by the fits before). Least squares of the
+    times themselves, not their ratios: a rate is fitted where the bytes
+    are most of the time, and the ratios would let what the model leaves
+    out of a small message (a handshake that costs here more than its two
+    latencies) raise it."""
+    sizes = sorted(s for s in ring if s >= 64 << 10)
+    best = None
+    for f10 in range(10, 41):
+        f = f10 / 10.0
+        pred = predict(1, 2, "allreduce", intra, None, reduce_gbs, overhead, sizes,
+                       ["--memory", memory, "--forward", "%.1f" % f])
+        err = sum((pred[("ring", s)] - ring[s]) ** 2 for s in sizes if ("ring", s) in pred)
+        if best is None or err < best[0]:
+            best = (err, f)
+    return best[1]
+
+
 def cluster_pattern(tag):
     """Where a cluster's points are: this script's own runs (--parts
     cluster) where there are any, else bench/cluster_sweep.sh's."""
@@ -250,8 +300,9 @@ def report(out_path):
     bc = medians("%s/fit-bcast-run*.csv" % RES)
     rd = medians("%s/fit-reduce-run*.csv" % RES)
     small4 = medians("%s/fit-turn-run*.csv" % RES)
+    ring2 = medians("%s/fit-forward-run*.csv" % RES)
     link = fit_link(bc, upto=4 << 20)
-    if link is None or not rd or not small4:
+    if link is None or not rd or not small4 or not ring2:
         sys.exit("calibrate_model: no fit measurements in %s (run without --report)" % RES)
     lat, gbs = link
     # the small-message time is two overheads and a latency: split as the
@@ -267,20 +318,24 @@ def report(out_path):
     reduce_gbs = 1e-3 / slope if slope > 0 else 100.0
     big = max(fits) if fits else 0
     turn = fit_turn(small4, intra, reduce_gbs, overhead, memory)
-    extra = ["--memory", memory, "--turn", "%g" % turn]
+    forward = fit_forward(ring2, intra, reduce_gbs, overhead, memory)
+    extra = ["--memory", memory, "--turn", "%g" % turn, "--forward", "%g" % forward]
     lines = ["## Calibration", "",
-             "Fitted by `bench/calibrate_model.py` (medians of %d runs, xcoll-perf `-a 3`):"
-             % len(glob.glob("%s/fit-bcast-run*.csv" % RES)), "",
+             "Fitted by `bench/calibrate_model.py` (medians of %d runs, xcoll-perf `%s`: "
+             "each point the median over 20 calls of the call's slowest rank):"
+             % (len(glob.glob("%s/fit-bcast-run*.csv" % RES)), TIMING), "",
              "| what | how | value |", "|---|---|---|",
              "| within a node: alpha, overhead | linear bcast, 2 ranks, 32 B-2 KiB: %.2f us = 2 overheads + alpha | alpha %.2f us, overhead %.2f us |"
              % (lat, lat / 2, overhead),
              "| within a node: beta | linear bcast, 2 ranks, slope from 1 to 4 MiB | %.2f GB/s |" % gbs,
-             "| beyond the cache (`--memory`) | linear bcast, 2 ranks, from 1 MiB: least squares of the model's curve | %d MiB shared, then %.1fx |"
+             "| beyond the cache (`--memory`) | linear bcast, 2 ranks, from 1 MiB: least squares of the model's curve | %d MiB a rank, then %.1fx |"
              % (cache_mib, dram),
              "| gamma | linear reduce minus linear bcast, 2 ranks, 1 MiB-%s: least squares | %.2f GB/s |"
              % (size_text(big), reduce_gbs),
              "| a shared core's turn (`--turn`) | recursive-doubling allreduce, 4 ranks on %d cores, 8 B-2 KiB: least squares | %g us |"
-             % (CORES, turn)]
+             % (CORES, turn),
+             "| written bytes sent on (`--forward`) | ring allreduce, 2 ranks, 64 KiB-1 MiB: least squares of the times | %gx |"
+             % forward]
     inter = {}
     for rate in ("none", "1gbit"):
         t = medians("%s/fit-inter-%s-run*.csv" % (RES, rate))
@@ -310,7 +365,10 @@ def report(out_path):
     if "1gbit" in inter:
         configs += [("2 x 2, 1 Gbit/s", 2, 2, inter["1gbit"], cluster_pattern("n2x2-1gbit"))]
     errors = []
+    places = []  # (where, points within, points, runs within, runs)
     for where, nodes, rpn, inter_link, pattern in configs:
+        place = [where, 0, 0, 0, 0]
+        places.append(place)
         for coll, algos in COLLS.items():
             measured = {a: medians(pattern.format(coll=coll, algo=a)) for a in algos + ["hier"]}
             if not any(measured.values()):
@@ -329,12 +387,27 @@ def report(out_path):
                     err = pred[(a, s)] / m[s] - 1
                     total += 1
                     within += abs(err) <= 0.25
+                    place[1] += abs(err) <= 0.25
+                    place[2] += 1
                     errors.append(abs(err))
                     cells.append("%.0f / %.0f (%+.0f%%)" % (pred[(a, s)], m[s], err * 100))
                 lines.append("| %s | %s | %s | %s |" % (where, coll, a, " | ".join(cells)))
+                w, n = spread(pattern.format(coll=coll, algo=a), [s for s in SIZES if s in m])
+                place[3] += w
+                place[4] += n
     lines += ["", "Within +-25%%: %d of %d points (%.0f%%; the goal is 80%%); median error %.0f%%."
               % (within, total, 100.0 * within / max(total, 1),
-                 100 * statistics.median(errors) if errors else 0)]
+                 100 * statistics.median(errors) if errors else 0),
+              "", "Per place, next to how well the measurements agree with themselves: of "
+              "each point's other runs, how many lie within +-25% of the point's median "
+              "(a model cannot be expected to come closer to a median than the runs "
+              "that made it):", "",
+              "| where | points within +-25% | runs within +-25% of their median |",
+              "|---|---:|---:|"]
+    for where, pw, pn, rw, rn in places:
+        if pn:
+            lines.append("| %s | %d of %d (%.0f%%) | %d of %d (%.0f%%) |"
+                         % (where, pw, pn, 100.0 * pw / pn, rw, rn, 100.0 * rw / max(rn, 1)))
     text = "\n".join(lines) + "\n"
     if out_path:
         with open(out_path, "w") as f:

@@ -27,7 +27,8 @@ static void usage(FILE *f)
             "usage: xcoll-info --predict --nodes N --ranks-per-node K [--intra GB/s,us]\n"
             "                  [--inter GB/s,us] [--reduce GB/s] [--coll C] [--sizes S,S,...]\n"
             "                  [--overhead us] [--copy GB/s] [--cores N [--turn us]]\n"
-            "                  [--memory MiB,F] [--plot FILE.svg]\n"
+            "                  [--memory MiB,F] [--forward F] [--inter-cpu GB/s]\n"
+            "                  [--plot FILE.svg]\n"
             "  The cost model's time for every algorithm of each collective (or of C)\n"
             "  at each message size S (default 8 B to 64 MiB), on N nodes of K ranks:\n"
             "  --intra is shared memory within a node, --inter the NIC a node's ranks\n"
@@ -35,10 +36,14 @@ static void usage(FILE *f)
             "  copies, --overhead a rank's CPU time per message (defaults: this\n"
             "  machine's calibration, docs/SCALING.md); --cores: all ranks share N\n"
             "  cores, as on a machine with fewer cores than ranks, and --turn is what\n"
-            "  a core loses each time it turns from one rank to another; --memory: a\n"
-            "  node's ranks share MiB of cache, and once the call's buffers on the\n"
-            "  node take twice that, bytes moved, copied or reduced within the node\n"
-            "  cost F times the rates above (in proportion in between).\n"
+            "  a core loses each time it turns from one rank to another; --memory:\n"
+            "  MiB of cache, and once the buffers one rank touches in the call take\n"
+            "  twice that, bytes moved, copied or reduced within the node cost F\n"
+            "  times the rates above (in proportion in between); --forward:\n"
+            "  bytes a rank wrote in the call (received, reduced, copied) and sends\n"
+            "  on within its node move F times slower (read from its core's cache);\n"
+            "  --inter-cpu: the rate at which a receiver's CPU takes a large message\n"
+            "  between nodes as it arrives (a kernel's TCP on the ranks' cores).\n"
             "  'picked' is what the active selection table (defaults, XCOLL_TUNE_FILE,\n"
             "  XCOLL_TUNE) chooses, 'best' the fastest by the model. '>T' is a lower\n"
             "  bound: that algorithm was not simulated, as it cannot beat the best or\n"
@@ -271,6 +276,7 @@ int info_predict(int argc, char **argv)
             mp.turn = us * 1e-6;
         } else if (!strcmp(o, "--memory") && parse_memory(v, &mp) == 0) {
         } else if (!strcmp(o, "--inter-cpu") && parse_rate(v, &mp.inter_cpu) == 0) {
+        } else if (!strcmp(o, "--forward") && parse_number(v, 1, 0, &mp.forward) == 0) {
         } else if (!strcmp(o, "--coll") && v && (coll = tool_coll_from_name(v)) >= 0 &&
                    coll <= XC_COLL_BARRIER) {
         } else if (!strcmp(o, "--sizes") && v && *v && tool_each_item(v, add_size, &sizes) == 0) {

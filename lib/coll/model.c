@@ -35,6 +35,7 @@ void xc_model_params_default(xc_model_params_t *p)
     p->cache = 0;
     p->dram = 1;
     p->inter_cpu = 0;
+    p->forward = 1;
 }
 
 int xc_model_parse_link(const char *text, xc_link_cost_t *out)
@@ -79,6 +80,8 @@ typedef struct {
     uint8_t kind;
     uint8_t skip_empty;
     uint8_t state;      /* M_* */
+    uint8_t wrote;      /* a send of bytes its rank wrote in this call: it
+                           waits for a receive, reduction or copy of its own */
 } mstep_t;
 
 /* A rank's steps come in blocks of XC_MB_STEPS, each with the consumer
@@ -220,6 +223,7 @@ typedef struct {
     mnic_t *nic;               /* per node */
     uint32_t ncores, nnodes;
     double mem;                /* the rates' factor for this call's working set */
+    double fwd;                /* ... for bytes a rank wrote in it (params.forward) */
     heap_t h;
     xc_model_result_t *res;
     int failed;                /* a send without its receive, or sizes that differ */
@@ -371,15 +375,22 @@ static mstep_t *matching_recv(sim_t *s, uint32_t src, uint32_t dst, uint32_t slo
     return step_of(r, *idx);
 }
 
-/* The message of a send from src leaves no earlier than `begin` and takes
- * the ways (or NICs) it crosses: *out is free again when it has left,
- * *in when it has landed (the time returned). */
-static double wire(sim_t *s, uint32_t src, uint32_t dst, uint64_t bytes, double begin,
+/* What a byte of send st costs within a node, times intra.beta. */
+static double intra_factor(const sim_t *s, const mstep_t *st)
+{
+    return st->wrote ? s->fwd : s->mem;
+}
+
+/* The message of send st from src leaves no earlier than `begin` and
+ * takes the ways (or NICs) it crosses: *out is free again when it has
+ * left, *in when it has landed (the time returned). */
+static double wire(sim_t *s, uint32_t src, uint32_t dst, const mstep_t *st, double begin,
                    resource_t **out, resource_t **in)
 {
     int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
     const xc_link_cost_t *l = ns == nd ? &s->p->intra : &s->p->inter;
-    double tx = (double)bytes * l->beta * (ns == nd ? s->mem : 1.0), start, land;
+    uint64_t bytes = st->bytes;
+    double tx = (double)bytes * l->beta * (ns == nd ? intra_factor(s, st) : 1.0), start, land;
 
     *out = ns == nd ? &core_of(s, src)->r[R_OUT] : &s->nic[ns].r[R_NIC_OUT];
     *in = ns == nd ? &core_of(s, dst)->r[R_IN] : &s->nic[nd].r[R_NIC_IN];
@@ -396,11 +407,12 @@ static double wire(sim_t *s, uint32_t src, uint32_t dst, uint64_t bytes, double 
     return land + tx;
 }
 
-/* Both ends of a rendezvous message are ready at t: the handshake (one
- * latency), then the data; both steps end when it has landed. Within a
- * node the receiver's CPU reads it from the sender's buffer (the shared
- * memory transport's single copy; take_message): the handshake lands it,
- * the sender's way out is taken while it is read. */
+/* Both ends of a rendezvous message are ready at t: then the data; both
+ * steps end when it has landed. Within a node a handshake (two
+ * latencies) first, then the receiver's CPU reads it from the sender's
+ * buffer (the shared memory transport's single copy; take_message), the
+ * sender's way out taken while it is read. Between nodes the link's alpha
+ * covers the handshake (model.h). */
 /* Receive ri on dst becomes its CPU's to take from `at` on (take_message
  * adds the bytes to its cost and ends send si with it). */
 static void to_read(sim_t *s, uint32_t dst, uint32_t ri, uint32_t si, double at)
@@ -414,19 +426,20 @@ static void to_read(sim_t *s, uint32_t dst, uint32_t ri, uint32_t si, double at)
 static void rendezvous(sim_t *s, uint32_t src, uint32_t si, uint32_t dst, uint32_t ri, double t)
 {
     int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
-    double alpha = ns == nd ? s->p->intra.alpha : s->p->inter.alpha, end;
+    double alpha = s->p->intra.alpha, end;
     resource_t *out, *in;
-    uint64_t bytes = step_of(&s->r[src], si)->bytes;
+    const mstep_t *st = step_of(&s->r[src], si);
+    uint64_t bytes = st->bytes;
     if (ns == nd) {
         resource_t *way = &core_of(s, src)->r[R_OUT];
         double start = maxd(t + 2 * alpha, way->t);
-        way->t = start + (double)bytes * s->p->intra.beta * s->mem;
+        way->t = start + (double)bytes * s->p->intra.beta * intra_factor(s, st);
         s->res->msgs++;
         s->res->bytes += bytes;
         to_read(s, dst, ri, si, start);
         return;
     }
-    end = wire(s, src, dst, bytes, t + alpha, &out, &in);
+    end = wire(s, src, dst, st, t, &out, &in);
     if (s->p->inter_cpu > 0) { /* its CPU takes the bytes as they arrive */
         to_read(s, dst, ri, si, end - (double)bytes * mind(s->p->inter_cpu, s->p->inter.beta));
         return;
@@ -456,7 +469,7 @@ static void start_send(sim_t *s, uint32_t rank, uint32_t i, double t)
     }
     begin = cpu_work(s, rank, t, s->p->overhead);
     if (st->bytes <= XC_ACK_ABOVE_BYTES) { /* eager: it leaves now */
-        landed = wire(s, rank, dst, st->bytes, begin, &out, &in);
+        landed = wire(s, rank, dst, st, begin, &out, &in);
         qpush(s, out, rank, i, EV_DONE);
         if (rv->state == M_POSTED) {
             if (rv->t <= landed)
@@ -547,9 +560,10 @@ static void take_message(sim_t *s, uint32_t rank, uint32_t i, double t)
     if (st->kind == XC_STEP_RECV_REDUCE)
         cost += (double)st->bytes * s->p->gamma * s->mem;
     if (st->state == M_TO_READ) /* the sender's step ends once it is read */
-        cost += (double)st->bytes * (node_of(s, st->peer) == node_of(s, (int)rank)
-                                         ? s->p->intra.beta * s->mem
-                                         : s->p->inter_cpu);
+        cost += (double)st->bytes *
+                (node_of(s, st->peer) == node_of(s, (int)rank)
+                     ? s->p->intra.beta * intra_factor(s, step_of(&s->r[st->peer], st->slot))
+                     : s->p->inter_cpu);
     (void)cpu_work(s, rank, t, cost);
     if (st->state == M_TO_READ)
         qpush(s, cpu, (uint32_t)st->peer, st->slot, EV_DONE);
@@ -756,6 +770,29 @@ static void store_free(store_t *st)
     free(st->reg);
 }
 
+/* Whether send x waits for a step of its rank that writes (a receive,
+ * reduction, copy or division): then it sends bytes its rank wrote in
+ * this call, as a ring or tree that forwards what it received does.
+ * Every send of such data waits for the step that wrote it; a send that
+ * waits for one for another reason (the next segment's reduction, say)
+ * is rare and counted too. */
+static int waits_for_a_write(const xc_sched_t *s, const xc_step_t *x)
+{
+    uint32_t d;
+    for (d = 0; d < x->ndeps; d++)
+        switch (s->steps[s->deps[x->dep_first + d]].kind) {
+        case XC_STEP_RECV:
+        case XC_STEP_RECV_REDUCE:
+        case XC_STEP_COPY:
+        case XC_STEP_REDUCE:
+        case XC_STEP_DIVIDE:
+            return 1;
+        default:
+            break;
+        }
+    return 0;
+}
+
 /* Moves a finished schedule into the compact form, keeps its arrays in
  * *sp and frees the rest. */
 static xcoll_status_t compact(mrank_t *m, xc_sched_t *s, spare_t *sp, store_t *store)
@@ -792,6 +829,7 @@ static xcoll_status_t compact(mrank_t *m, xc_sched_t *s, spare_t *sp, store_t *s
             c->kind = x->kind;
             c->skip_empty = (x->flags & XC_STEP_F_SKIP_EMPTY) != 0;
             c->state = M_IDLE;
+            c->wrote = x->kind == XC_STEP_SEND && waits_for_a_write(s, x);
         }
     }
     sp->steps = s->steps;
@@ -846,30 +884,37 @@ static int params_ok(const xc_model_params_t *p)
            cost_ok(p->inter.alpha) && cost_ok(p->inter.beta) && cost_ok(p->overhead) &&
            cost_ok(p->gamma) && cost_ok(p->copy) && p->cores >= 0 && cost_ok(p->turn) &&
            cost_ok(p->inter_cpu) && cost_ok(p->cache) &&
-           (p->dram == 0 || (p->dram >= 1 && isfinite(p->dram)));
+           (p->dram == 0 || (p->dram >= 1 && isfinite(p->dram))) &&
+           (p->forward == 0 || (p->forward >= 1 && isfinite(p->forward)));
 }
 
-/* The bytes a rank's buffers of the call hold (the buffer contract of
- * coll.h), and the factor its node's ranks' working set puts on every
- * byte they move among themselves, copy or reduce: 1 while it fits the
- * cache, params.dram from twice the cache, in proportion between. */
+/* The factor on every byte a rank moves within its node, copies or
+ * reduces: 1 while the bytes one rank touches in the call fit the cache,
+ * params.dram from twice the cache, in proportion between. What a rank
+ * touches: its buffers (coll.h's contract) and the data it reads from a
+ * peer's, once each: a bcast's receiver its buffer and the root's (2
+ * blocks), an allreduce's or reduce's rank its two vectors and a peer's (3),
+ * the block collectives' rank its P blocks and as many it reads or
+ * writes (2P). Per rank, not per node: measured on 2 cores with 2 and 4
+ * ranks (docs/SCALING.md), every collective's cliff came at the same
+ * size whatever the ranks, and a 4 MiB allreduce of 2 ranks, 16 MiB on
+ * the node, ran at the cache's speed. */
 static double mem_factor(const xc_coll_args_t *a, const xc_model_params_t *p)
 {
-    double block = (double)a->count * (double)xcoll_dtype_size(a->dtype), bytes, ws;
+    double block = (double)a->count * (double)xcoll_dtype_size(a->dtype), ws;
     if (!(p->cache > 0) || p->dram <= 1)
         return 1.0;
     switch (a->coll) {
-    case XC_COLL_BCAST: bytes = block; break;
+    case XC_COLL_BCAST: ws = 2 * block; break;
     case XC_COLL_ALLREDUCE:
-    case XC_COLL_REDUCE: bytes = 2 * block; break;
+    case XC_COLL_REDUCE: ws = 3 * block; break;
     case XC_COLL_ALLGATHER:
     case XC_COLL_REDUCE_SCATTER:
     case XC_COLL_GATHER:
-    case XC_COLL_SCATTER: bytes = (a->size + 1.0) * block; break;
-    case XC_COLL_ALLTOALL: bytes = 2.0 * a->size * block; break;
-    default: bytes = 0; break;
+    case XC_COLL_SCATTER:
+    case XC_COLL_ALLTOALL: ws = 2.0 * a->size * block; break;
+    default: ws = 0; break;
     }
-    ws = bytes * (a->topo != NULL ? a->topo->max_local : a->size);
     if (ws <= p->cache)
         return 1.0;
     if (ws >= 2 * p->cache)
@@ -906,6 +951,8 @@ xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
     s.P = a->size;
     s.res = out;
     s.mem = mem_factor(a, p);
+    /* beyond the cache a written byte comes from memory like any other */
+    s.fwd = maxd(s.mem, p->forward > 1 ? p->forward : 1.0);
     nnodes = a->topo != NULL ? a->topo->nnodes : 1;
     s.r = calloc((size_t)s.P, sizeof(*s.r));
     s.ncores = p->cores > 0 ? (uint32_t)p->cores : (uint32_t)s.P;
@@ -1038,7 +1085,10 @@ xcoll_status_t xc_model_bound(const xc_algo_t *algo, const xc_coll_args_t *a,
             double *port = st->kind == XC_STEP_SEND ? (local ? &out : &nic_out)
                                                     : (local ? &in : &nic_in);
             work = p->overhead + (st->kind == XC_STEP_RECV_REDUCE ? b * p->gamma : 0);
-            cost = work + (st->bytes > XC_ACK_ABOVE_BYTES ? 2 * alpha + b * beta : 0) +
+            /* a rendezvous: the handshake within a node, inter.alpha alone
+             * between nodes (model.h) */
+            cost = work +
+                   (st->bytes > XC_ACK_ABOVE_BYTES ? (local ? 2 : 1) * alpha + b * beta : 0) +
                    (st->kind == XC_STEP_SEND && st->bytes <= XC_ACK_ABOVE_BYTES ? b * beta : 0);
             *port += b * l->beta;
         } else if (st->kind == XC_STEP_COPY) {

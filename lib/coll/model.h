@@ -13,13 +13,19 @@
  *   bytes at intra.beta; it occupies the sender's way out and the
  *   receiver's way in (each rank's memory path), first come first served;
  *   above XC_ACK_ABOVE_BYTES the receiver's CPU moves the bytes (xcoll's
- *   single-copy read), before it reduces them;
+ *   single-copy read), before it reduces them; bytes the sender wrote in
+ *   this call (a send that waits for its own receive, reduction or copy)
+ *   are still in its core's cache, and move params.forward times slower;
  * - beyond params.cache, every rate within a node costs params.dram times;
  * - a message between nodes costs inter.alpha, then its bytes at
  *   inter.beta through the sending node's NIC and the receiving node's
  *   NIC, which the node's ranks share;
  * - messages up to XC_ACK_ABOVE_BYTES leave as soon as the send is ready
- *   (eager); larger ones start when both ends are ready (rendezvous);
+ *   (eager); larger ones start when both ends are ready (rendezvous):
+ *   within a node a handshake of two intra.alpha first; between nodes
+ *   inter.alpha is all a message pays before its bytes, handshake or not
+ *   (it is fitted to one message end to end, where the handshake's own
+ *   packets are lost in the software's latency: docs/SCALING.md);
  * - gamma per reduced byte, copy per copied byte, on the rank's CPU.
  * Left out: the call check and the end-of-collective acknowledgements
  * (a few zero-byte messages after the data), the engine's own time per
@@ -50,11 +56,18 @@ typedef struct {
                          than ranks; 0: a core per rank */
     double turn;      /* seconds a shared core loses each time it turns from
                          one rank's work to another's (cores > 0 only) */
-    double cache;     /* bytes of cache a node's ranks share; 0: every byte
-                         moves at the rates above */
+    double cache;     /* bytes of cache; 0: every byte moves at the rates
+                         above */
     double dram;      /* >= 1: what the node's bytes cost, times the rates
-                         above, once the call's working set is twice the
-                         cache (in between, in proportion); 0 as 1 */
+                         above, once the buffers one rank of the call
+                         touches take twice the cache (in between, in
+                         proportion); 0 as 1 */
+    double forward;   /* >= 1: what a byte that a rank wrote in this call
+                         and then sends to a rank of its node costs, times
+                         intra.beta, while the buffers fit the cache (it is
+                         read from the writer's cache, not from memory);
+                         beyond it the larger of this and the dram factor;
+                         0 as 1 */
     double inter_cpu; /* seconds per byte the receiver's CPU spends on a
                          message between nodes above XC_ACK_ABOVE_BYTES as
                          it arrives (a kernel's TCP on the ranks' own

@@ -4,8 +4,10 @@
  *   give it to the last digit (the model is those costs, nothing else);
  * - sharing: a NIC serves its node's ranks one message at a time, and a
  *   rank's CPU one step at a time;
- * - machine: a node's cache, a shared core's turn, and a receiver that
- *   reads its own large messages within a node, as calibrated;
+ * - machine: the cache (one rank's buffers), a shared core's turn, a
+ *   receiver that reads its own large messages within a node, and bytes
+ *   a rank wrote in the call read from its cache (forward), as
+ *   calibrated;
  * - selection at scale: on the reference clusters of docs/SCALING.md, at
  *   64 to 4096 ranks, the default table must never pick an algorithm the
  *   model predicts more than 1.3x slower than the best one (checked_at
@@ -140,8 +142,9 @@ static void run_sharing(void)
               "sharing: pairwise alltoall 2 nodes x %d: %.1f us, the NIC alone %.1f us", K,
               many * 1e6, wire * 1e6);
     }
-    /* one rank a node: nothing shared, one rendezvous transfer */
-    check(close_to(one, 2 * p.inter.alpha + (double)b * p.inter.beta),
+    /* one rank a node: nothing shared, one rendezvous transfer, whose
+     * handshake is in the link's alpha (model.h) */
+    check(close_to(one, p.inter.alpha + (double)b * p.inter.beta),
           "sharing: one rank a node is one transfer (%.1f us)", one * 1e6);
     /* a rendezvous send ends when its data has landed, not when it left:
      * the root of a 2-rank linear bcast is done no sooner than its peer */
@@ -172,13 +175,26 @@ static void run_sharing(void)
           cpu1 / cpu2);
 }
 
+/* What forward 3 instead of 1 adds to a 2-rank ring allreduce of two
+ * 64 KiB blocks on one node (rpn 0) or two (rpn 1). */
+static double ring_forward_cost(int rpn, xc_model_params_t p)
+{
+    const size_t v = 2 * (size_t)(64 << 10);
+    double base;
+    p.forward = 1;
+    base = model_time(XC_COLL_ALLREDUCE, "ring", 2, rpn, v, &p);
+    p.forward = 3;
+    return model_time(XC_COLL_ALLREDUCE, "ring", 2, rpn, v, &p) - base;
+}
+
 /* What this machine's calibration adds (docs/SCALING.md, "Calibration"):
  * a node's cache, beyond which its bytes cost params.dram times more, a
- * shared core's turn from one rank to another, and the receiver's CPU
- * reading a large message within a node. */
+ * shared core's turn from one rank to another, the receiver's CPU
+ * reading a large message within a node, and bytes written in the call
+ * read from the writer's cache. */
 static void run_machine(void)
 {
-    const size_t b = 4 << 20; /* a 2-rank linear bcast: 8 MiB on the node */
+    const size_t b = 4 << 20; /* a 2-rank linear bcast: each rank touches 8 MiB */
     xc_model_params_t p = bare();
     double base, t;
     xc_model_result_t r;
@@ -203,8 +219,43 @@ static void run_machine(void)
     /* between nodes the NIC's rate is the NIC's: the cache changes nothing */
     p.cache = 1 << 20;
     t = model_time(XC_COLL_BCAST, "linear", 2, 1, b, &p);
-    check(close_to(t, base), "machine: the cache leaves a NIC alone: %.2f us, %.2f before",
+    check(close_to(t, base - p.intra.alpha),
+          "machine: the cache leaves a NIC alone: %.2f us, %.2f before (less a handshake)",
           t * 1e6, base * 1e6);
+    /* the cache is one rank's: 4 ranks of an allreduce whose vectors (3 a
+     * rank) fill it take no longer than without one, though the node
+     * holds 4 times as much */
+    p = bare();
+    base = model_time(XC_COLL_ALLREDUCE, "recdbl", 4, 0, 1 << 20, &p);
+    p.dram = 2;
+    p.cache = 3 << 20;
+    t = model_time(XC_COLL_ALLREDUCE, "recdbl", 4, 0, 1 << 20, &p);
+    check(close_to(t, base), "machine: a rank's buffers within the cache: %.2f us, %.2f alone",
+          t * 1e6, base * 1e6);
+
+    /* bytes a rank wrote in the call and sends on: a 2-rank ring
+     * allreduce's second half sends what each rank has just reduced, read
+     * at forward times beta, one block on each rank's path */
+    p = bare();
+    t = ring_forward_cost(0, p);
+    check(close_to(t, 2.0 * (64 << 10) * p.intra.beta),
+          "machine: a forwarded block at 3 beta: +%.2f us, want +%.2f", t * 1e6,
+          2.0 * (64 << 10) * p.intra.beta * 1e6);
+    /* recursive doubling at 2 ranks sends only its own vector */
+    base = model_time(XC_COLL_ALLREDUCE, "recdbl", 2, 0, 1 << 20, &p);
+    p.forward = 3;
+    t = model_time(XC_COLL_ALLREDUCE, "recdbl", 2, 0, 1 << 20, &p);
+    check(close_to(t, base), "machine: nothing forwarded, nothing added: %.2f us, %.2f",
+          t * 1e6, base * 1e6);
+    /* beyond the cache the written bytes cost what every byte does */
+    p = bare();
+    p.dram = 4;
+    p.cache = 1024;
+    t = ring_forward_cost(0, p);
+    check(close_to(t, 0), "machine: beyond the cache forward 3 < dram 4: +%.2f us", t * 1e6);
+    /* and between nodes the NIC sets the rate */
+    t = ring_forward_cost(1, bare());
+    check(close_to(t, 0), "machine: forward leaves a NIC alone: +%.2f us", t * 1e6);
 
     /* a turn is paid where two ranks share a core, once each time it
      * changes hands: root posts, then the peer on the same core takes */
@@ -262,7 +313,8 @@ static void run_bad_params(void)
 {
     static const char *what[] = {"gamma -1", "copy NaN", "inter beta inf", "overhead -0.1 us",
                                  "intra alpha -1 us", "cores -1", "turn -1 us", "cache NaN",
-                                 "dram 0.5", "dram inf", "inter cpu -1"};
+                                 "dram 0.5", "dram inf", "inter cpu -1", "forward 0.5",
+                                 "forward NaN"};
     size_t i;
     for (i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
         xc_model_params_t p = bare();
@@ -279,7 +331,9 @@ static void run_bad_params(void)
         case 7: p.cache = NAN; break;
         case 8: p.cache = 1 << 20; p.dram = 0.5; break;
         case 9: p.dram = INFINITY; break;
-        default: p.inter_cpu = -1e-9; break;
+        case 10: p.inter_cpu = -1e-9; break;
+        case 11: p.forward = 0.5; break;
+        default: p.forward = NAN; break;
         }
         rc = model_run(XC_COLL_ALLREDUCE, "ring", 8, 0, 4096, &p, &r);
         check(rc == XCOLL_ERR_INVALID_ARG, "params: %s refused (%s)", what[i],

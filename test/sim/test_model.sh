@@ -65,6 +65,18 @@ usage "a memory factor below 1" --nodes 2 --ranks-per-node 2 --memory 16,0.5
 usage "a negative cache" --nodes 2 --ranks-per-node 2 --memory -1,2
 usage "a memory with junk" --nodes 2 --ranks-per-node 2 --memory 16,2x
 usage "an inter-node CPU rate of 0" --nodes 2 --ranks-per-node 2 --inter-cpu 0
+usage "a forward factor below 1" --nodes 1 --ranks-per-node 2 --forward 0.5
+usage "a forward factor with junk" --nodes 1 --ranks-per-node 2 --forward 2x
+# bytes forwarded within a node cost more: a 2-rank ring allreduce's second
+# half sends what it has just reduced (test_model's "machine" part checks
+# by how much); recursive doubling at 2 ranks forwards nothing
+f1=$("$info" --predict --nodes 1 --ranks-per-node 2 --coll allreduce --sizes 256K | awk '$1 == "256k"')
+f2=$("$info" --predict --nodes 1 --ranks-per-node 2 --coll allreduce --sizes 256K --forward 2 | awk '$1 == "256k"')
+ring1=$(echo "$f1" | awk '{print $4}'); ring2=$(echo "$f2" | awk '{print $4}')
+rd1=$(echo "$f1" | awk '{print $2}'); rd2=$(echo "$f2" | awk '{print $2}')
+awk -v a="$ring1" -v b="$ring2" 'BEGIN { exit !(b > a) }' ||
+    fail "--forward 2 does not slow the ring: '$f1' / '$f2'"
+[ -n "$rd1" ] && [ "$rd1" = "$rd2" ] || fail "--forward 2 changes recursive doubling: '$f1' / '$f2'"
 # beyond the cache the times change: a 2-rank bcast of 16 MiB (32 MiB on
 # the node, 4 MiB of cache: all of it beyond; test_model's "machine" part
 # checks by how much)
