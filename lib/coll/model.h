@@ -15,7 +15,9 @@
  *   above XC_ACK_ABOVE_BYTES the receiver's CPU moves the bytes (xcoll's
  *   single-copy read), before it reduces them; bytes the sender wrote in
  *   this call (a send that waits for its own receive, reduction or copy)
- *   are still in its core's cache, and move params.forward times slower;
+ *   move params.forward times slower: in back-to-back calls on the same
+ *   buffers their lines go back and forth between the two cores' caches,
+ *   the writer taking each back from the reader before it writes again;
  * - beyond params.cache, every rate within a node costs params.dram times;
  * - a message between nodes costs inter.alpha, then its bytes at
  *   inter.beta through the sending node's NIC and the receiving node's
@@ -64,10 +66,10 @@ typedef struct {
                          proportion); 0 as 1 */
     double forward;   /* >= 1: what a byte that a rank wrote in this call
                          and then sends to a rank of its node costs, times
-                         intra.beta, while the buffers fit the cache (it is
-                         read from the writer's cache, not from memory);
-                         beyond it the larger of this and the dram factor;
-                         0 as 1 */
+                         intra.beta, while the buffers fit the cache (the
+                         line moves between the two cores' caches and back:
+                         bench/line_pingpong); beyond it the larger of this
+                         and the dram factor; 0 as 1 */
     double inter_cpu; /* seconds per byte the receiver's CPU spends on a
                          message between nodes above XC_ACK_ABOVE_BYTES as
                          it arrives (a kernel's TCP on the ranks' own
