@@ -249,7 +249,7 @@ def least_squares(candidates, rpn, coll, algo, measured, intra, reduce_gbs, over
 
 
 def fit_memory(bc, intra, overhead):
-    """The cache a node's ranks share (MiB) and the factor beyond it
+    """The cache (MiB: what one rank's buffers must fit) and the factor beyond it
     (--memory "MiB,F"), fitted to the 2-rank linear bcast from 1 MiB."""
     extra = least_squares([["--memory", "%d,%.1f" % (mib, f10 / 10.0)]
                            for mib in (2, 4, 8, 16, 32, 64) for f10 in range(10, 41)],

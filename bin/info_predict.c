@@ -41,8 +41,8 @@ static void usage(FILE *f)
             "  twice that, bytes moved, copied or reduced within the node cost F\n"
             "  times the rates above (in proportion in between); --forward:\n"
             "  bytes a rank wrote in the call (received, reduced, copied) and sends\n"
-            "  on within its node move F times slower (their lines move between the\n"
-            "  two cores' caches and back);\n"
+            "  on within its node move F (>= 1) times slower (their lines move\n"
+            "  between the two cores' caches and back);\n"
             "  --inter-cpu: the rate at which a receiver's CPU takes a large message\n"
             "  between nodes as it arrives (a kernel's TCP on the ranks' cores).\n"
             "  'picked' is what the active selection table (defaults, XCOLL_TUNE_FILE,\n"
@@ -212,7 +212,8 @@ static int parse_rate(const char *v, double *sec_per_byte)
     return 0;
 }
 
-/* "MiB,F": the cache a node's ranks share, and F >= 1. */
+/* "MiB,F": the cache (what one rank's buffers of a call must fit), and
+ * F >= 1. */
 static int parse_memory(const char *v, xc_model_params_t *mp)
 {
     char *end;

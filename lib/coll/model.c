@@ -407,12 +407,6 @@ static double wire(sim_t *s, uint32_t src, uint32_t dst, const mstep_t *st, doub
     return land + tx;
 }
 
-/* Both ends of a rendezvous message are ready at t: then the data; both
- * steps end when it has landed. Within a node a handshake (two
- * latencies) first, then the receiver's CPU reads it from the sender's
- * buffer (the shared memory transport's single copy; take_message), the
- * sender's way out taken while it is read. Between nodes the link's alpha
- * covers the handshake (model.h). */
 /* Receive ri on dst becomes its CPU's to take from `at` on (take_message
  * adds the bytes to its cost and ends send si with it). */
 static void to_read(sim_t *s, uint32_t dst, uint32_t ri, uint32_t si, double at)
@@ -423,6 +417,12 @@ static void to_read(sim_t *s, uint32_t dst, uint32_t ri, uint32_t si, double at)
     push(s, at, dst, ri, EV_LANDED);
 }
 
+/* Both ends of a rendezvous message are ready at t: then the data; both
+ * steps end when it has landed. Within a node a handshake (two
+ * latencies) first, then the receiver's CPU reads it from the sender's
+ * buffer (the shared memory transport's single copy; take_message), the
+ * sender's way out taken while it is read. Between nodes the link's alpha
+ * covers the handshake (model.h). */
 static void rendezvous(sim_t *s, uint32_t src, uint32_t si, uint32_t dst, uint32_t ri, double t)
 {
     int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
@@ -770,26 +770,51 @@ static void store_free(store_t *st)
     free(st->reg);
 }
 
-/* Whether send x waits for a step of its rank that writes (a receive,
- * reduction, copy or division): then it sends bytes its rank wrote in
- * this call, as a ring or tree that forwards what it received does.
- * Every send of such data waits for the step that wrote it; a send that
- * waits for one for another reason (the next segment's reduction, say)
- * is rare and counted too. */
-static int waits_for_a_write(const xc_sched_t *s, const xc_step_t *x)
+/* Whether step w writes bytes of buffer range r (`bytes` long). */
+static int writes_into(const xc_step_t *w, xc_ref_t r, size_t bytes)
+{
+    const xc_ref_t *out[2] = {&w->dst, NULL};
+    int k;
+    if (w->bytes == 0)
+        return 0;
+    switch (w->kind) {
+    case XC_STEP_RECV_REDUCE:
+        out[1] = &w->b; /* where it lands before it is reduced */
+        break;
+    case XC_STEP_RECV:
+    case XC_STEP_COPY:
+    case XC_STEP_REDUCE:
+    case XC_STEP_DIVIDE:
+        break;
+    default:
+        return 0;
+    }
+    for (k = 0; k < 2 && out[k] != NULL; k++)
+        if (out[k]->buf == r.buf && r.buf != XC_BUF_NONE && out[k]->off < r.off + bytes &&
+            r.off < out[k]->off + w->bytes)
+            return 1;
+    return 0;
+}
+
+/* Whether send x sends bytes its rank wrote in this call (a ring or tree
+ * forwarding what it received or reduced, a copy sent on): a step it
+ * waits for writes into what it sends. Zero-byte steps between (the
+ * joins of composite schedules) are looked through, a few levels deep: a
+ * send waits for the step that wrote its bytes, but not always directly.
+ * A send that waits for a receive for another reason (pairwise's window,
+ * the next segment) sends its own bytes and is not counted. */
+static int sends_what_it_wrote(const xc_sched_t *s, const xc_step_t *x, const uint32_t *deps,
+                               uint32_t ndeps, int depth)
 {
     uint32_t d;
-    for (d = 0; d < x->ndeps; d++)
-        switch (s->steps[s->deps[x->dep_first + d]].kind) {
-        case XC_STEP_RECV:
-        case XC_STEP_RECV_REDUCE:
-        case XC_STEP_COPY:
-        case XC_STEP_REDUCE:
-        case XC_STEP_DIVIDE:
+    for (d = 0; d < ndeps; d++) {
+        const xc_step_t *w = &s->steps[deps[d]];
+        if (writes_into(w, x->a, x->bytes))
             return 1;
-        default:
-            break;
-        }
+        if (w->bytes == 0 && depth < 4 &&
+            sends_what_it_wrote(s, x, s->deps + w->dep_first, w->ndeps, depth + 1))
+            return 1;
+    }
     return 0;
 }
 
@@ -829,7 +854,8 @@ static xcoll_status_t compact(mrank_t *m, xc_sched_t *s, spare_t *sp, store_t *s
             c->kind = x->kind;
             c->skip_empty = (x->flags & XC_STEP_F_SKIP_EMPTY) != 0;
             c->state = M_IDLE;
-            c->wrote = x->kind == XC_STEP_SEND && waits_for_a_write(s, x);
+            c->wrote = x->kind == XC_STEP_SEND &&
+                       sends_what_it_wrote(s, x, s->deps + x->dep_first, x->ndeps, 0);
         }
     }
     sp->steps = s->steps;
@@ -895,7 +921,8 @@ static int params_ok(const xc_model_params_t *p)
  * peer's, once each: a bcast's receiver its buffer and the root's (2
  * blocks), an allreduce's or reduce's rank its two vectors and a peer's (3),
  * the block collectives' rank its P blocks and as many it reads or
- * writes (2P). Per rank, not per node: measured on 2 cores with 2 and 4
+ * writes (2P; for gather and scatter that is the root, whose buffers
+ * every rank is priced by). Per rank, not per node: measured on 2 cores with 2 and 4
  * ranks (docs/SCALING.md), every collective's cliff came at the same
  * size whatever the ranks, and a 4 MiB allreduce of 2 ranks, 16 MiB on
  * the node, ran at the cache's speed. */
@@ -1090,7 +1117,10 @@ xcoll_status_t xc_model_bound(const xc_algo_t *algo, const xc_coll_args_t *a,
             cost = work +
                    (st->bytes > XC_ACK_ABOVE_BYTES ? (local ? 2 : 1) * alpha + b * beta : 0) +
                    (st->kind == XC_STEP_SEND && st->bytes <= XC_ACK_ABOVE_BYTES ? b * beta : 0);
-            *port += b * l->beta;
+            if (local && st->kind != XC_STEP_SEND && st->bytes > XC_ACK_ABOVE_BYTES)
+                cpu += b * l->beta; /* its CPU reads it, not its way in */
+            else
+                *port += b * l->beta;
         } else if (st->kind == XC_STEP_COPY) {
             cost = work = b * p->copy;
         } else if (st->kind == XC_STEP_REDUCE || st->kind == XC_STEP_DIVIDE) {

@@ -58,7 +58,9 @@ typedef struct {
                          than ranks; 0: a core per rank */
     double turn;      /* seconds a shared core loses each time it turns from
                          one rank's work to another's (cores > 0 only) */
-    double cache;     /* bytes of cache; 0: every byte moves at the rates
+    double cache;     /* bytes of cache, which the bytes one rank touches in
+                         a call must fit (not the node's ranks together:
+                         docs/SCALING.md); 0: every byte moves at the rates
                          above */
     double dram;      /* >= 1: what the node's bytes cost, times the rates
                          above, once the buffers one rank of the call
@@ -100,7 +102,8 @@ typedef struct {
  * logged), XCOLL_ERR_INTERNAL when the schedules do not complete or do not
  * agree (a send without its receive, or of another size: a builder's bug,
  * logged), XCOLL_ERR_INVALID_ARG (also for a cost that is negative or not
- * finite, or cores < 0). */
+ * finite, cores < 0, or dram or forward neither 0 nor a finite number
+ * >= 1). */
 xcoll_status_t xc_model_run(const xc_algo_t *algo, const xc_coll_args_t *a,
                             const xc_model_params_t *p, xc_model_result_t *out);
 

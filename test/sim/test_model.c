@@ -3,7 +3,7 @@
  *   alpha, beta and gamma, the simulation of its real schedules must
  *   give it to the last digit (the model is those costs, nothing else);
  * - sharing: a NIC serves its node's ranks one message at a time, and a
- *   rank's CPU one step at a time;
+ *   rank's CPU one step at a time (and the costs it refuses);
  * - machine: the cache (one rank's buffers), a shared core's turn, a
  *   receiver that reads its own large messages within a node, and bytes
  *   a rank wrote in the call read from its cache (forward), as
@@ -12,7 +12,9 @@
  *   64 to 4096 ranks, the default table must never pick an algorithm the
  *   model predicts more than 1.3x slower than the best one (checked_at
  *   says which collectives at 4096).
- * Usage: test_model [-v] [-q] [formulas|sharing|machine|select]
+ * - bound: xc_model_bound never above the simulated time (every
+ *   algorithm, rank, a few sizes and machines);
+ * Usage: test_model [-v] [-q] [formulas|sharing|machine|bound|select]
  *   -q: the selection check at 64 and 256 ranks only (sanitizer builds).
  * Prints "test_model: N passed, M failed"; exits 1 on any failure. */
 #include <math.h>
@@ -175,16 +177,22 @@ static void run_sharing(void)
           cpu1 / cpu2);
 }
 
-/* What forward 3 instead of 1 adds to a 2-rank ring allreduce of two
- * 64 KiB blocks on one node (rpn 0) or two (rpn 1). */
-static double ring_forward_cost(int rpn, xc_model_params_t p)
+/* What forward 3 instead of 1 adds to one call of `bytes` on P ranks,
+ * on one node (rpn 0) or rpn a node. */
+static double forward_cost(xc_coll_t coll, const char *name, int P, int rpn, size_t bytes,
+                           xc_model_params_t p)
 {
-    const size_t v = 2 * (size_t)(64 << 10);
     double base;
     p.forward = 1;
-    base = model_time(XC_COLL_ALLREDUCE, "ring", 2, rpn, v, &p);
+    base = model_time(coll, name, P, rpn, bytes, &p);
     p.forward = 3;
-    return model_time(XC_COLL_ALLREDUCE, "ring", 2, rpn, v, &p) - base;
+    return model_time(coll, name, P, rpn, bytes, &p) - base;
+}
+
+/* ... to a 2-rank ring allreduce of two 64 KiB blocks. */
+static double ring_forward_cost(int rpn, xc_model_params_t p)
+{
+    return forward_cost(XC_COLL_ALLREDUCE, "ring", 2, rpn, 2 * (size_t)(64 << 10), p);
 }
 
 /* What this machine's calibration adds (docs/SCALING.md, "Calibration"):
@@ -232,6 +240,20 @@ static void run_machine(void)
     t = model_time(XC_COLL_ALLREDUCE, "recdbl", 4, 0, 1 << 20, &p);
     check(close_to(t, base), "machine: a rank's buffers within the cache: %.2f us, %.2f alone",
           t * 1e6, base * 1e6);
+    /* ... and an allreduce's rank touches 3 vectors: 3 MiB is beyond 2.5 */
+    p.cache = 2.5 * (1 << 20);
+    t = model_time(XC_COLL_ALLREDUCE, "recdbl", 4, 0, 1 << 20, &p);
+    check(t > 1.05 * base, "machine: 3 vectors a rank beyond 2.5 MiB of cache: %.2f us, %.2f",
+          t * 1e6, base * 1e6);
+    /* a block collective's rank its P blocks and as many again: a 2-rank
+     * alltoall of 1 MiB blocks touches 4 MiB */
+    p = bare();
+    base = model_time(XC_COLL_ALLTOALL, "pairwise", 2, 0, 1 << 20, &p);
+    p.dram = 2;
+    p.cache = 3.5 * (1 << 20);
+    t = model_time(XC_COLL_ALLTOALL, "pairwise", 2, 0, 1 << 20, &p);
+    check(t > 1.05 * base, "machine: 4 blocks a rank beyond 3.5 MiB of cache: %.2f us, %.2f",
+          t * 1e6, base * 1e6);
 
     /* bytes a rank wrote in the call and sends on: a 2-rank ring
      * allreduce's second half sends what each rank has just reduced, read
@@ -241,6 +263,21 @@ static void run_machine(void)
     check(close_to(t, 2.0 * (64 << 10) * p.intra.beta),
           "machine: a forwarded block at 3 beta: +%.2f us, want +%.2f", t * 1e6,
           2.0 * (64 << 10) * p.intra.beta * 1e6);
+    /* the same with 4 KiB blocks, eager: the wire carries them at 3 beta */
+    t = forward_cost(XC_COLL_ALLREDUCE, "ring", 2, 0, 2 * 4096, p);
+    check(close_to(t, 2.0 * 4096 * p.intra.beta),
+          "machine: a forwarded eager block at 3 beta: +%.3f us, want +%.3f", t * 1e6,
+          2.0 * 4096 * p.intra.beta * 1e6);
+    /* a copy sent on: recursive doubling's allgather at 2 ranks copies its
+     * block into the receive buffer and sends it from there */
+    t = forward_cost(XC_COLL_ALLGATHER, "recdbl", 2, 0, 64 << 10, p);
+    check(close_to(t, 2.0 * (64 << 10) * p.intra.beta),
+          "machine: a copied block sent on at 3 beta: +%.2f us, want +%.2f", t * 1e6,
+          2.0 * (64 << 10) * p.intra.beta * 1e6);
+    /* pairwise alltoall's sends wait for earlier receives (its window) but
+     * send the rank's own blocks: nothing forwarded */
+    t = forward_cost(XC_COLL_ALLTOALL, "pairwise", 16, 0, 64 << 10, p);
+    check(close_to(t, 0), "machine: pairwise's window forwards nothing: +%.2f us", t * 1e6);
     /* recursive doubling at 2 ranks sends only its own vector */
     base = model_time(XC_COLL_ALLREDUCE, "recdbl", 2, 0, 1 << 20, &p);
     p.forward = 3;
@@ -306,6 +343,83 @@ static void run_machine(void)
           2 * (double)b * (p.intra.beta + p.gamma) * 1e6);
 }
 
+/* xc_model_bound is a lower bound: never above the simulated time, for
+ * every algorithm, rank, size and machine below (what lets
+ * xc_model_compare skip a schedule must never skip the best). */
+static void run_bound(void)
+{
+    static const int Ps[] = {2, 3, 5, 8};
+    static const size_t sizes[] = {64, 4096, 8192, 12288, 65536};
+    static const char *machines[] = {"bare with costs", "slow links within a node",
+                                      "a faster network than memory, forward and cache",
+                                      "shared cores"};
+    size_t m, k, z, pi;
+    for (m = 0; m < sizeof(machines) / sizeof(machines[0]); m++) {
+        xc_model_params_t p = bare();
+        unsigned long runs = 0, bad = 0;
+        char worst[160] = "";
+        p.overhead = 0.3e-6;
+        p.gamma = 1.0 / 4e9;
+        p.copy = 1.0 / 8e9;
+        if (m == 1)
+            p.intra.beta = 1.0 / 1e9;
+        if (m == 2) {
+            p.inter.alpha = 0.2e-6; /* below a handshake within a node */
+            p.inter.beta = 1.0 / 20e9;
+            p.forward = 3;
+            p.dram = 2;
+            p.cache = 32 << 10;
+        }
+        if (m == 3) {
+            p.cores = 2;
+            p.turn = 1e-6;
+        }
+        for (k = 0; k < xc_num_algorithms; k++) {
+            const xc_algo_t *al = &xc_algorithms[k];
+            if (xc_coll_is_vector(al->coll))
+                continue;
+            for (pi = 0; pi < sizeof(Ps) / sizeof(Ps[0]); pi++)
+                for (z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+                    int rpn, r;
+                    for (rpn = 0; rpn <= 2; rpn += 2) {
+                        xc_coll_args_t a;
+                        struct xc_topo *topo = NULL;
+                        xc_model_result_t res;
+                        memset(&a, 0, sizeof(a));
+                        a.coll = al->coll;
+                        a.size = Ps[pi];
+                        a.dtype = XCOLL_FLOAT32;
+                        a.count = sizes[z] / 4;
+                        a.op = XCOLL_SUM;
+                        if (rpn > 0 && xc_topo_from_ranks_per_node(Ps[pi], rpn, &topo) != XCOLL_OK)
+                            continue;
+                        a.topo = topo;
+                        if (xc_model_run(al, &a, &p, &res) == XCOLL_OK) {
+                            for (r = 0; r < Ps[pi]; r++) {
+                                double b;
+                                uint64_t steps;
+                                if (xc_model_bound(al, &a, &p, r, &b, &steps) != XCOLL_OK)
+                                    continue;
+                                runs++;
+                                if (b > res.time * (1 + 1e-9) + 1e-15) {
+                                    bad++;
+                                    snprintf(worst, sizeof(worst),
+                                             "%s %s P=%d rpn=%d %zu B rank %d: bound %.3f us > "
+                                             "%.3f us",
+                                             xc_coll_name(al->coll), al->name, Ps[pi], rpn,
+                                             sizes[z], r, b * 1e6, res.time * 1e6);
+                                }
+                            }
+                        }
+                        xc_topo_free(topo);
+                    }
+                }
+        }
+        check(runs > 1000 && bad == 0, "bound: %s: %lu bounds, %lu above the simulation%s%s",
+              machines[m], runs, bad, bad ? ", last: " : "", worst);
+    }
+}
+
 /* Costs the model cannot run: one that is negative or not finite would
  * free a resource before it was taken, and the order of events rests on
  * that never happening. Refused, not simulated. */
@@ -314,7 +428,7 @@ static void run_bad_params(void)
     static const char *what[] = {"gamma -1", "copy NaN", "inter beta inf", "overhead -0.1 us",
                                  "intra alpha -1 us", "cores -1", "turn -1 us", "cache NaN",
                                  "dram 0.5", "dram inf", "inter cpu -1", "forward 0.5",
-                                 "forward NaN"};
+                                 "forward NaN", "forward inf"};
     size_t i;
     for (i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
         xc_model_params_t p = bare();
@@ -333,7 +447,8 @@ static void run_bad_params(void)
         case 9: p.dram = INFINITY; break;
         case 10: p.inter_cpu = -1e-9; break;
         case 11: p.forward = 0.5; break;
-        default: p.forward = NAN; break;
+        case 12: p.forward = NAN; break;
+        default: p.forward = INFINITY; break;
         }
         rc = model_run(XC_COLL_ALLREDUCE, "ring", 8, 0, 4096, &p, &r);
         check(rc == XCOLL_ERR_INVALID_ARG, "params: %s refused (%s)", what[i],
@@ -462,8 +577,14 @@ int main(int argc, char **argv)
             check_verbose = 1;
         else if (!strcmp(argv[i], "-q"))
             quick = 1;
-        else
+        else if (!strcmp(argv[i], "formulas") || !strcmp(argv[i], "sharing") ||
+                 !strcmp(argv[i], "machine") || !strcmp(argv[i], "bound") ||
+                 !strcmp(argv[i], "select"))
             only = argv[i];
+        else {
+            fprintf(stderr, "usage: test_model [-v] [-q] [formulas|sharing|machine|bound|select]\n");
+            return 2;
+        }
     }
     xc_log_init();
     if (only == NULL || !strcmp(only, "formulas"))
@@ -474,6 +595,8 @@ int main(int argc, char **argv)
     }
     if (only == NULL || !strcmp(only, "machine"))
         run_machine();
+    if (only == NULL || !strcmp(only, "bound"))
+        run_bound();
     if (only == NULL || !strcmp(only, "select"))
         run_select(quick);
     printf("test_model: %lu passed, %lu failed\n", n_pass, n_fail);
