@@ -234,15 +234,24 @@ def log_error(pred, measured):
     return sum(math.log(pred[s] / measured[s]) ** 2 for s in both)
 
 
-def least_squares(candidates, rpn, coll, algo, measured, intra, reduce_gbs, overhead):
+def square_error(pred, measured):
+    """Sum of squared differences (us^2) over the sizes both have (inf: none)."""
+    both = [s for s in measured if s in pred]
+    if not both:
+        return float("inf")
+    return sum((pred[s] - measured[s]) ** 2 for s in both)
+
+
+def least_squares(candidates, rpn, coll, algo, measured, intra, reduce_gbs, overhead,
+                  error=log_error):
     """Of the candidates (each a list of extra --predict options), the one
     whose model curve of algo on one node of rpn ranks is nearest the
-    measured {size: us} (least squares of the log ratios)."""
+    measured {size: us} (least squares of the log ratios, or by `error`)."""
     sizes = sorted(measured)
     best = None
     for extra in candidates:
         pred = predict(1, rpn, coll, intra, None, reduce_gbs, overhead, sizes, extra)
-        err = log_error({s: pred[(algo, s)] for s in sizes if (algo, s) in pred}, measured)
+        err = error({s: pred[(algo, s)] for s in sizes if (algo, s) in pred}, measured)
         if best is None or err < best[0]:
             best = (err, extra)
     return best[1]
@@ -269,24 +278,19 @@ def fit_turn(small, intra, reduce_gbs, overhead, memory):
 
 
 def fit_forward(ring, intra, reduce_gbs, overhead, memory):
-    """What a byte a rank wrote in the call costs when a rank of its node
-    reads it (--forward), fitted to the 2-rank ring allreduce from 64 KiB
-    (its second half sends what each rank has just reduced; the rest of
-    that schedule is priced by the fits before). Least squares of the
-    times themselves, not their ratios: a rate is fitted where the bytes
-    are most of the time, and the ratios would let what the model leaves
-    out of a small message (a handshake that costs here more than its two
+    """What a byte a rank wrote in the call and sends on within its node
+    costs (--forward), fitted to the 2-rank ring allreduce from 64 KiB (its
+    second half sends what each rank has just reduced; the rest of that
+    schedule is priced by the fits before). Least squares of the times
+    themselves, not their ratios: a rate is fitted where the bytes are
+    most of the time, and the ratios would let what the model leaves out
+    of a small message (a handshake that costs here more than its two
     latencies) raise it."""
-    sizes = sorted(s for s in ring if s >= 64 << 10)
-    best = None
-    for f10 in range(10, 41):
-        f = f10 / 10.0
-        pred = predict(1, 2, "allreduce", intra, None, reduce_gbs, overhead, sizes,
-                       ["--memory", memory, "--forward", "%.1f" % f])
-        err = sum((pred[("ring", s)] - ring[s]) ** 2 for s in sizes if ("ring", s) in pred)
-        if best is None or err < best[0]:
-            best = (err, f)
-    return best[1]
+    extra = least_squares([["--memory", memory, "--forward", "%.1f" % (f10 / 10.0)]
+                           for f10 in range(10, 41)], 2, "allreduce", "ring",
+                          {s: t for s, t in ring.items() if s >= 64 << 10}, intra, reduce_gbs,
+                          overhead, error=square_error)
+    return float(extra[3])
 
 
 def cluster_pattern(tag):

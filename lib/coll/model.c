@@ -80,8 +80,8 @@ typedef struct {
     uint8_t kind;
     uint8_t skip_empty;
     uint8_t state;      /* M_* */
-    uint8_t wrote;      /* a send of bytes its rank wrote in this call: it
-                           waits for a receive, reduction or copy of its own */
+    uint8_t wrote;      /* a send of bytes its rank wrote in this call: a
+                           step it waits for wrote them (sends_what_it_wrote) */
 } mstep_t;
 
 /* A rank's steps come in blocks of XC_MB_STEPS, each with the consumer
@@ -426,13 +426,13 @@ static void to_read(sim_t *s, uint32_t dst, uint32_t ri, uint32_t si, double at)
 static void rendezvous(sim_t *s, uint32_t src, uint32_t si, uint32_t dst, uint32_t ri, double t)
 {
     int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
-    double alpha = s->p->intra.alpha, end;
+    double end;
     resource_t *out, *in;
     const mstep_t *st = step_of(&s->r[src], si);
     uint64_t bytes = st->bytes;
     if (ns == nd) {
         resource_t *way = &core_of(s, src)->r[R_OUT];
-        double start = maxd(t + 2 * alpha, way->t);
+        double start = maxd(t + 2 * s->p->intra.alpha, way->t);
         way->t = start + (double)bytes * s->p->intra.beta * intra_factor(s, st);
         s->res->msgs++;
         s->res->bytes += bytes;
@@ -922,10 +922,10 @@ static int params_ok(const xc_model_params_t *p)
  * blocks), an allreduce's or reduce's rank its two vectors and a peer's (3),
  * the block collectives' rank its P blocks and as many it reads or
  * writes (2P; for gather and scatter that is the root, whose buffers
- * every rank is priced by). Per rank, not per node: measured on 2 cores with 2 and 4
- * ranks (docs/SCALING.md), every collective's cliff came at the same
- * size whatever the ranks, and a 4 MiB allreduce of 2 ranks, 16 MiB on
- * the node, ran at the cache's speed. */
+ * every rank is priced by). Per rank, not per node: measured on 2 cores
+ * with 2 and 4 ranks (docs/SCALING.md), every collective's cliff came at
+ * the same size whatever the ranks, and in the data of 2026-12-06 a 4 MiB
+ * allreduce of 2 ranks, 16 MiB on the node, ran at the cache's speed. */
 static double mem_factor(const xc_coll_args_t *a, const xc_model_params_t *p)
 {
     double block = (double)a->count * (double)xcoll_dtype_size(a->dtype), ws;

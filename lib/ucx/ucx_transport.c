@@ -755,14 +755,15 @@ static int ep_tcp(xc_ucx_ep_t *e)
 static void note_lanes(xc_ucx_comm_t *c, const struct xc_topo *topo)
 {
     char self[128], local[128] = "", remote[128] = "";
-    int any_local = first_peer(c, topo, 1), any_remote = first_peer(c, topo, 0);
+    int any_local = first_peer(c, topo, 1), any_remote = first_peer(c, topo, 0), remote_tcp;
     if (any_remote >= 0)
         ep_lanes(c->peers[any_remote]->ep, remote, sizeof(remote));
-    c->tcp = strstr(remote, "tcp/") != NULL;
+    remote_tcp = strstr(remote, "tcp/") != NULL;
+    c->tcp = remote_tcp;
     for (int r = 0; r < c->size && !c->tcp; r++)
         if (r != c->rank && topo->host_of[r] == topo->host_of[c->rank])
             c->tcp = ep_tcp(c->peers[r]);
-    if (any_remote >= 0 && !g_kernel_net && strstr(remote, "tcp/") != NULL) {
+    if (remote_tcp && !g_kernel_net) {
         xc_debug("UCX: rank %d is reached over TCP: waiting ranks do not spin", any_remote);
         g_kernel_net = 1;
         backoff_select(g_oversubscribed);

@@ -41,25 +41,34 @@ static const xc_algo_t *algo(xc_coll_t coll, const char *name)
     return a;
 }
 
-/* One call simulated: float32 sums of `bytes`, rpn ranks a node (0: one
- * node). */
+/* One call: float32 sums of `bytes` on P ranks, rpn a node (0: one node;
+ * a->topo is then the caller's to xc_topo_free). */
+static xcoll_status_t call_args(xc_coll_t coll, int P, int rpn, size_t bytes, xc_coll_args_t *a)
+{
+    struct xc_topo *topo = NULL;
+    xcoll_status_t rc;
+    memset(a, 0, sizeof(*a));
+    a->coll = coll;
+    a->size = P;
+    a->dtype = XCOLL_FLOAT32;
+    a->count = bytes / 4;
+    a->op = XCOLL_SUM;
+    if (rpn > 0 && (rc = xc_topo_from_ranks_per_node(P, rpn, &topo)) != XCOLL_OK)
+        return rc;
+    a->topo = topo;
+    return XCOLL_OK;
+}
+
+/* That call simulated. */
 static xcoll_status_t model_run(xc_coll_t coll, const char *name, int P, int rpn, size_t bytes,
                                 const xc_model_params_t *p, xc_model_result_t *r)
 {
     xc_coll_args_t a;
-    struct xc_topo *topo = NULL;
-    xcoll_status_t rc;
-    memset(&a, 0, sizeof(a));
-    a.coll = coll;
-    a.size = P;
-    a.dtype = XCOLL_FLOAT32;
-    a.count = bytes / 4;
-    a.op = XCOLL_SUM;
-    if (rpn > 0 && (rc = xc_topo_from_ranks_per_node(P, rpn, &topo)) != XCOLL_OK)
+    xcoll_status_t rc = call_args(coll, P, rpn, bytes, &a);
+    if (rc != XCOLL_OK)
         return rc;
-    a.topo = topo;
     rc = xc_model_run(algo(coll, name), &a, p, r);
-    xc_topo_free(topo);
+    xc_topo_free((struct xc_topo *)a.topo);
     return rc;
 }
 
@@ -343,6 +352,38 @@ static void run_machine(void)
           2 * (double)b * (p.intra.beta + p.gamma) * 1e6);
 }
 
+typedef struct {
+    unsigned long runs, bad;
+    char worst[160];
+} bound_tally_t;
+
+/* Every rank's bound of one call of al against its simulation. */
+static void tally_bounds(const xc_algo_t *al, int P, int rpn, size_t bytes,
+                         const xc_model_params_t *p, bound_tally_t *t)
+{
+    xc_coll_args_t a;
+    xc_model_result_t res;
+    int r;
+    if (call_args(al->coll, P, rpn, bytes, &a) != XCOLL_OK)
+        return;
+    if (xc_model_run(al, &a, p, &res) == XCOLL_OK)
+        for (r = 0; r < P; r++) {
+            double b;
+            uint64_t steps;
+            if (xc_model_bound(al, &a, p, r, &b, &steps) != XCOLL_OK)
+                continue;
+            t->runs++;
+            if (b > res.time * (1 + 1e-9) + 1e-15) {
+                t->bad++;
+                snprintf(t->worst, sizeof(t->worst),
+                         "%s %s P=%d rpn=%d %zu B rank %d: bound %.3f us > %.3f us",
+                         xc_coll_name(al->coll), al->name, P, rpn, bytes, r, b * 1e6,
+                         res.time * 1e6);
+            }
+        }
+    xc_topo_free((struct xc_topo *)a.topo);
+}
+
 /* xc_model_bound is a lower bound: never above the simulated time, for
  * every algorithm, rank, size and machine below (what lets
  * xc_model_compare skip a schedule must never skip the best). */
@@ -354,10 +395,10 @@ static void run_bound(void)
                                       "a faster network than memory, forward and cache",
                                       "shared cores"};
     size_t m, k, z, pi;
+    int rpn;
     for (m = 0; m < sizeof(machines) / sizeof(machines[0]); m++) {
         xc_model_params_t p = bare();
-        unsigned long runs = 0, bad = 0;
-        char worst[160] = "";
+        bound_tally_t t = {0, 0, ""};
         p.overhead = 0.3e-6;
         p.gamma = 1.0 / 4e9;
         p.copy = 1.0 / 8e9;
@@ -374,49 +415,14 @@ static void run_bound(void)
             p.cores = 2;
             p.turn = 1e-6;
         }
-        for (k = 0; k < xc_num_algorithms; k++) {
-            const xc_algo_t *al = &xc_algorithms[k];
-            if (xc_coll_is_vector(al->coll))
-                continue;
+        for (k = 0; k < xc_num_algorithms; k++)
             for (pi = 0; pi < sizeof(Ps) / sizeof(Ps[0]); pi++)
-                for (z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
-                    int rpn, r;
-                    for (rpn = 0; rpn <= 2; rpn += 2) {
-                        xc_coll_args_t a;
-                        struct xc_topo *topo = NULL;
-                        xc_model_result_t res;
-                        memset(&a, 0, sizeof(a));
-                        a.coll = al->coll;
-                        a.size = Ps[pi];
-                        a.dtype = XCOLL_FLOAT32;
-                        a.count = sizes[z] / 4;
-                        a.op = XCOLL_SUM;
-                        if (rpn > 0 && xc_topo_from_ranks_per_node(Ps[pi], rpn, &topo) != XCOLL_OK)
-                            continue;
-                        a.topo = topo;
-                        if (xc_model_run(al, &a, &p, &res) == XCOLL_OK) {
-                            for (r = 0; r < Ps[pi]; r++) {
-                                double b;
-                                uint64_t steps;
-                                if (xc_model_bound(al, &a, &p, r, &b, &steps) != XCOLL_OK)
-                                    continue;
-                                runs++;
-                                if (b > res.time * (1 + 1e-9) + 1e-15) {
-                                    bad++;
-                                    snprintf(worst, sizeof(worst),
-                                             "%s %s P=%d rpn=%d %zu B rank %d: bound %.3f us > "
-                                             "%.3f us",
-                                             xc_coll_name(al->coll), al->name, Ps[pi], rpn,
-                                             sizes[z], r, b * 1e6, res.time * 1e6);
-                                }
-                            }
-                        }
-                        xc_topo_free(topo);
-                    }
-                }
-        }
-        check(runs > 1000 && bad == 0, "bound: %s: %lu bounds, %lu above the simulation%s%s",
-              machines[m], runs, bad, bad ? ", last: " : "", worst);
+                for (z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++)
+                    for (rpn = 0; rpn <= 2 && !xc_coll_is_vector(xc_algorithms[k].coll);
+                         rpn += 2)
+                        tally_bounds(&xc_algorithms[k], Ps[pi], rpn, sizes[z], &p, &t);
+        check(t.runs > 1000 && t.bad == 0, "bound: %s: %lu bounds, %lu above the simulation%s%s",
+              machines[m], t.runs, t.bad, t.bad ? ", last: " : "", t.worst);
     }
 }
 
