@@ -32,7 +32,10 @@
  * one XC_SHM_RNDV slot naming the sender's buffer instead, which the
  * receiver reads with process_vm_readv once a receive matches it (a
  * reducing receive in cache-sized pieces, reducing each) and answers
- * with an XC_SHM_ACK slot in the other direction. Per sender,
+ * with an XC_SHM_ACK slot in the other direction. From XCOLL_SHM_SPLIT_MIN
+ * the copy is split: the sender, idle while it waits for the ACK, writes
+ * pieces of the message into the receiver's buffer with process_vm_writev
+ * while the receiver reads others (see "Split copies" below). Per sender,
  * messages keep their order, and receives match the oldest message with
  * their tag, as UCX's tag matching does.
  *
@@ -92,6 +95,7 @@
 #define XC_SHM_LINE      128u   /* adjacent-line prefetch pairs 64-byte lines */
 #define XC_SHM_HDR       64u
 #define XC_SHM_NAME_LEN  48
+#define XC_SHM_SPLITS    8u     /* split-copy descriptors per ring */
 
 enum { XC_SHM_FIRST = 0x51, XC_SHM_MORE, XC_SHM_RNDV, XC_SHM_ACK };
 
@@ -100,7 +104,8 @@ typedef struct {
     uint64_t msg_len;   /* FIRST, RNDV: the whole message */
     uint64_t addr;      /* RNDV: the sender's buffer, in its address space */
     uint64_t cookie;    /* RNDV: names the send; ACK: the send it answers */
-    uint32_t frag_len;  /* FIRST, MORE: payload bytes in this slot */
+    uint32_t frag_len;  /* FIRST, MORE: payload bytes in this slot; RNDV:
+                         * the split copy's piece, 0 = not split */
     uint32_t kind;
     uint32_t status;    /* ACK: 1 when the receiver could not read; MORE: 1
                          * when the sender abandoned the message */
@@ -141,12 +146,20 @@ typedef struct xc_shm_req {
     unsigned char *rbuf;
     size_t len;
     size_t done;        /* bytes pushed (send) or arrived (receive) */
-    uint64_t cookie;    /* RNDV sends; ACK: the cookie answered */
+    uint64_t cookie;    /* RNDV sends; ACK: the cookie answered; a split
+                         * receive: its send's */
     uint32_t ack_status;
     int acking;         /* receive: completes when its ACK is in the ring */
     int discard;        /* receive of another length: completes with status
                          * once the rest of the message has gone by */
     int reducing;       /* receive: red still to do (irecv_reduce) */
+    /* split copies (see there): a RNDV send's offer, or a receive's */
+    struct xc_shm_split *split_desc;
+    int split_over;     /* send: no more pieces to write (all claimed, failed) */
+    uint64_t split_addr, split_piece, split_pieces;
+    uint64_t split_taken;  /* receive: bytes of the pieces it claimed */
+    uint64_t split_upto;   /* receive: bytes claimed by both, once all are */
+    int split_bad;
     xc_land_reduce_t red;
     struct xc_shm_req *waiter; /* ACK: that receive */
 } xc_shm_req_t;
@@ -160,6 +173,7 @@ typedef struct xc_shm_unexp {
     int rndv;
     int aborted;        /* its sender abandoned it halfway */
     uint64_t addr, cookie;
+    uint32_t split_piece;  /* RNDV: the sender's split offer, 0 = none */
     unsigned char *data;
 } xc_shm_unexp_t;
 
@@ -183,6 +197,11 @@ typedef struct {
     size_t cur_left;
     uint64_t next_cookie;
     int oom_logged;
+    /* sending: descriptors of split offers not yet acknowledged */
+    uint32_t split_busy;
+    uint64_t split_busy_cookie[XC_SHM_SPLITS];
+    /* receiving: split copies from this peer in progress */
+    xc_shm_req_t *splits, *splits_last;
 } xc_shm_peer_t;
 
 typedef struct xc_shm_comm {
@@ -197,6 +216,8 @@ typedef struct xc_shm_comm {
     size_t seg_bytes, ring_bytes, slot_bytes, payload;
     size_t max_len;            /* longer messages go to UCX, unless CMA */
     size_t cma_min;            /* messages from here are read by CMA */
+    size_t split_min;          /* CMA sends from here offer a split copy */
+    int split_off;             /* a write failed: help no more */
     int cma;
     int door;                  /* every local rank can ring every other's doorbell */
     unsigned char *bounce;     /* XC_SHM_PULL_CHUNK: CMA reads to reduce */
@@ -323,7 +344,8 @@ static uint64_t cma_min_asked(void)
 
 /* Slot payload by ranks per node: 8 KiB (a message of 8 KiB in one slot)
  * up to 8 ranks, smaller beyond, so a node of 64 ranks needs 64 x 64 x 8
- * slots of 1 KiB: 32 MiB of shared memory per communicator. */
+ * slots of 1 KiB: 32 MiB of shared memory per communicator (and 8 MiB of
+ * split-copy descriptors, 2 KiB a ring). */
 static size_t payload_for(int nlocal)
 {
     return nlocal <= 8 ? 8192 : nlocal <= 32 ? 4096 : 1024;
@@ -489,14 +511,16 @@ static void fail_comm(xc_shm_comm_t *c, int peer_rank, const char *what)
     c->broken = 1;
 }
 
-/* Copies len bytes from the peer's address space (CMA); 0 on success. */
-static int cma_read(pid_t pid, void *dst, uint64_t src, size_t len)
+/* Copies len bytes between local and the peer's address space at remote
+ * (CMA), from the peer (write = 0) or into it (1); 0 on success. */
+static int cma_copy(pid_t pid, void *local, uint64_t remote, size_t len, int write)
 {
     size_t got = 0;
     while (got < len) {
-        struct iovec l = { (char *)dst + got, len - got };
-        struct iovec r = { (void *)(uintptr_t)(src + got), len - got };
-        ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+        struct iovec l = { (char *)local + got, len - got };
+        struct iovec r = { (void *)(uintptr_t)(remote + got), len - got };
+        ssize_t n = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
         if (n <= 0) {
             if (n < 0 && errno == EINTR)
                 continue;
@@ -505,6 +529,11 @@ static int cma_read(pid_t pid, void *dst, uint64_t src, size_t len)
         got += (size_t)n;
     }
     return 0;
+}
+
+static int cma_read(pid_t pid, void *dst, uint64_t src, size_t len)
+{
+    return cma_copy(pid, dst, src, len, 0);
 }
 
 /* --- queues --------------------------------------------------------------------- */
@@ -602,6 +631,267 @@ static void pull(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r, uint64_t a
     queue_ack(p, cookie, bad, r, bad ? XCOLL_ERR_TRANSPORT : XCOLL_OK);
 }
 
+/* --- split copies ------------------------------------------------------------------ *
+ *
+ * A single-copy read keeps one core copying while the sender's core
+ * waits for the ACK: at 2 ranks a copy of 4 MiB between two processes ran
+ * at 5.6 GB/s read by one and at 11.6 GB/s when both copied, each
+ * claiming the next piece in turn (a two-process test, 2026-12-07,
+ * docs/PERFORMANCE.md). So a RNDV send from XCOLL_SHM_SPLIT_MIN offers to
+ * help (the slot's frag_len = the piece) through a descriptor of the ring
+ * it was sent on, and a receiver that takes the offer publishes its
+ * buffer there; from then on each side claims the next piece with one
+ * atomic add and copies it: the receiver reads, the sender writes into
+ * the receiver with process_vm_writev whenever it progresses. Neither
+ * waits for the other to start, so a sender busy elsewhere costs nothing
+ * but a look at a line: the receiver claims every piece.
+ *
+ * The descriptors follow a ring's slots, XC_SHM_SPLITS of them, the
+ * send's cookie modulo XC_SHM_SPLITS picking one; a sender offers only
+ * through a descriptor no send of its own still waits on (split_busy),
+ * and frees it at the ACK, which the receiver sends once every piece is
+ * in, so a descriptor belongs to one message from the sender's setting
+ * it up to the ACK. Two lines:
+ *
+ *   rbuf, ready, claim  receiver: its buffer, then ready = the cookie
+ *                       (once); then both: fetch_add(1) on claim claims
+ *                       the next piece
+ *   sdone, sfail        sender: bytes written (release); 1 + the piece it
+ *                       could not write, which the receiver then reads
+ *
+ * The sender reads rbuf once, so it may share the counter's line; the
+ * count the receiver polls has a line of its own.
+ *
+ * A sender whose process_vm_writev fails (a sandbox may forbid writes
+ * and allow reads) counts that piece as written, names it in sfail, and
+ * offers no more on that communicator: its messages are still right.
+ *
+ * The sender zeroes claim, sdone and sfail before it publishes the slot
+ * (ready still holds an older cookie, never this one). A piece claimed
+ * is copied before its claimer does anything else, so waiting for the
+ * sender's pieces waits for at most one copy by a live process. */
+#define XC_SHM_SPLIT_MIN_DEFAULT ((size_t)131072)
+
+typedef struct xc_shm_split {
+    uint64_t rbuf;
+    _Atomic uint64_t ready;
+    _Atomic uint64_t claim;
+    char pad0_[XC_SHM_LINE - 3 * sizeof(uint64_t)];
+    _Atomic uint64_t sdone;
+    _Atomic uint64_t sfail;
+    char pad2_[XC_SHM_LINE - 2 * sizeof(uint64_t)];
+} xc_shm_split_t;
+
+_Static_assert(sizeof(xc_shm_split_t) == 2 * XC_SHM_LINE, "a descriptor is two lines");
+_Static_assert(XC_SHM_SPLITS <= 8 * sizeof(uint32_t), "split_busy has a bit each");
+
+static xc_shm_split_t *split_desc(const xc_shm_comm_t *c, xc_shm_ring_t *r, uint64_t cookie)
+{
+    char *after_slots = (char *)(r + 1) + (size_t)XC_SHM_SLOTS * c->slot_bytes;
+    return (xc_shm_split_t *)after_slots + cookie % XC_SHM_SPLITS;
+}
+
+/* Pieces of 512 KiB from 1 MiB, 256 KiB from 512 KiB: the two-process
+ * test took 1 MiB in 50-53 us with 512 KiB pieces and 54-76 with 256 KiB,
+ * 4 MiB in 244-315 against 362-429 (the claims and system calls of small
+ * pieces cost more than the tail of large ones loses). A shorter message
+ * is one piece, copied whole by whichever side claims it first, which
+ * pays where several are in flight: a pipelined bcast's segments, of
+ * 128-256 KiB from 256 KiB to 1 MiB, went 1.9x as fast. */
+static uint64_t split_piece_for(size_t len)
+{
+    return len >= ((size_t)1 << 20) ? 524288u : len >= 524288u ? 262144u : (uint64_t)len;
+}
+
+/* The sender: offers r, a RNDV send being published, if it is long enough
+ * and its descriptor is free; returns the piece (the slot's frag_len) or 0. */
+static uint32_t split_offer(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r)
+{
+    unsigned i = (unsigned)(r->cookie % XC_SHM_SPLITS);
+    xc_shm_split_t *d;
+    if (r->len < c->split_min || (p->split_busy & (1u << i)))
+        return 0;
+    d = split_desc(c, p->out, r->cookie);
+    atomic_store_explicit(&d->claim, 0, memory_order_relaxed);
+    atomic_store_explicit(&d->sdone, 0, memory_order_relaxed);
+    atomic_store_explicit(&d->sfail, 0, memory_order_relaxed);
+    p->split_busy |= 1u << i;
+    p->split_busy_cookie[i] = r->cookie;
+    r->split_desc = d;
+    return (uint32_t)split_piece_for(r->len);
+}
+
+/* The sender: the ACK of cookie came (or the send was cancelled and its
+ * ACK came anyway): the receiver is done with its descriptor. */
+static void split_release(xc_shm_peer_t *p, uint64_t cookie)
+{
+    unsigned i = (unsigned)(cookie % XC_SHM_SPLITS);
+    if ((p->split_busy & (1u << i)) && p->split_busy_cookie[i] == cookie)
+        p->split_busy &= ~(1u << i);
+}
+
+/* The receiver may take an offer into r: not into a reducing receive. */
+static int split_can(const xc_shm_req_t *r, uint32_t piece)
+{
+    return piece != 0 && !r->reducing && r->len > 0;
+}
+
+/* The receiver takes the offer of the send named cookie, whose buffer is
+ * at addr in the sender: r will have its pieces from both sides. */
+static void split_begin(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r, uint64_t addr,
+                        uint64_t cookie, uint32_t piece)
+{
+    xc_shm_split_t *d = split_desc(c, p->in, cookie);
+    r->split_desc = d;
+    r->split_addr = addr;
+    r->cookie = cookie;
+    r->split_piece = piece;
+    r->split_pieces = (r->len + piece - 1) / piece;
+    r->split_taken = 0;
+    r->split_upto = 0;
+    r->split_bad = 0;
+    req_append(&p->splits, &p->splits_last, r);
+    d->rbuf = (uint64_t)(uintptr_t)r->rbuf;
+    atomic_store_explicit(&d->ready, cookie, memory_order_release);
+    /* a sender that has waited long enough to sleep can still help */
+    wake(p);
+}
+
+/* Stops further claims on r; the bytes of every piece claimed before, by
+ * either side. */
+static uint64_t split_close(xc_shm_req_t *r)
+{
+    uint64_t before = atomic_fetch_add(&r->split_desc->claim, r->split_pieces);
+    uint64_t n = before < r->split_pieces ? before : r->split_pieces;
+    return n * r->split_piece < r->len ? n * r->split_piece : r->len;
+}
+
+/* The receiver's part of r: claims and reads pieces until none is left,
+ * then waits for the sender's. 1 when the message is complete (its ACK
+ * queued, r out of p->splits), 0 while a piece of the sender's is still
+ * being written, -1 if the sender's count is garbage. */
+static int split_step(xc_shm_peer_t *p, xc_shm_req_t *r)
+{
+    xc_shm_split_t *d = r->split_desc;
+    uint64_t sdone, fail;
+    while (r->split_upto == 0) {
+        uint64_t i = atomic_fetch_add(&d->claim, 1);
+        uint64_t off = i * r->split_piece, n;
+        if (i >= r->split_pieces) {
+            r->split_upto = r->len;
+            break;
+        }
+        n = r->len - off < r->split_piece ? r->len - off : r->split_piece;
+        r->split_taken += n;
+        if (cma_read(p->pid, r->rbuf + off, r->split_addr + off, (size_t)n) != 0) {
+            xc_error("reading %zu bytes from rank %d (tag 0x%016llx) with process_vm_readv: %s",
+                     r->len, p->rank, (unsigned long long)r->tag, strerror(errno));
+            r->split_bad = 1;
+            r->split_upto = split_close(r);
+        }
+    }
+    sdone = atomic_load_explicit(&d->sdone, memory_order_acquire);
+    if (sdone > r->split_upto - r->split_taken)
+        return -1;
+    if (sdone < r->split_upto - r->split_taken)
+        return 0;
+    fail = atomic_load_explicit(&d->sfail, memory_order_relaxed);
+    if (fail != 0 && !r->split_bad) {
+        /* the piece the sender could not write: read it here */
+        uint64_t off = (fail - 1) * r->split_piece, n;
+        if (fail - 1 >= r->split_pieces)
+            return -1;
+        n = r->len - off < r->split_piece ? r->len - off : r->split_piece;
+        if (cma_read(p->pid, r->rbuf + off, r->split_addr + off, (size_t)n) != 0) {
+            xc_error("reading %zu bytes from rank %d (tag 0x%016llx) with process_vm_readv: %s",
+                     r->len, p->rank, (unsigned long long)r->tag, strerror(errno));
+            r->split_bad = 1;
+        }
+    }
+    (void)req_unlink(&p->splits, &p->splits_last, r);
+    queue_ack(p, r->cookie, (uint32_t)r->split_bad, r,
+              r->split_bad ? XCOLL_ERR_TRANSPORT : XCOLL_OK);
+    return 1;
+}
+
+/* Every split copy from p: the number completed, or -1 (garbage). */
+static int split_steps(xc_shm_peer_t *p)
+{
+    int done = 0;
+    xc_shm_req_t *r = p->splits, *next;
+    for (; r != NULL; r = next) {
+        int d;
+        next = r->next;
+        if ((d = split_step(p, r)) < 0)
+            return -1;
+        done += d;
+    }
+    return done;
+}
+
+/* A receive cancelled halfway through a split copy (a timeout): no more
+ * claims, and the sender's pieces already claimed are waited for a
+ * bounded time, as it may be writing into the buffer that the caller is
+ * about to take back. The failed ACK then fails the send. */
+static void split_abort(xc_shm_peer_t *p, xc_shm_req_t *r)
+{
+    xc_shm_split_t *d = r->split_desc;
+    uint64_t t0 = now_ns(), want;
+    if (r->split_upto == 0)
+        r->split_upto = split_close(r);
+    want = r->split_upto - r->split_taken;
+    while (atomic_load_explicit(&d->sdone, memory_order_acquire) < want &&
+           now_ns() - t0 < 1000000000ull)
+        sched_yield();
+    if (atomic_load_explicit(&d->sdone, memory_order_acquire) < want)
+        xc_error("rank %d did not finish writing its part of a cancelled receive within 1 s; "
+                 "it may still write into that buffer", p->rank);
+    (void)req_unlink(&p->splits, &p->splits_last, r);
+    queue_ack(p, r->cookie, 1, r, XCOLL_ERR_TRANSPORT);
+}
+
+/* The sender's part, whenever it progresses: writes the pieces it claims
+ * of every offer the receiver has taken up. */
+static int split_help(xc_shm_comm_t *c, xc_shm_peer_t *p)
+{
+    int events = 0;
+    for (xc_shm_req_t *r = p->rndv_wait; r != NULL && !c->split_off; r = r->next) {
+        xc_shm_split_t *d = r->split_desc;
+        uint64_t piece, pieces, rbuf;
+        if (d == NULL || r->split_over || r->orphan ||
+            atomic_load_explicit(&d->ready, memory_order_acquire) != r->cookie)
+            continue;
+        rbuf = d->rbuf;
+        piece = split_piece_for(r->len);
+        pieces = (r->len + piece - 1) / piece;
+        for (;;) {
+            uint64_t i = atomic_fetch_add(&d->claim, 1);
+            uint64_t off = i * piece, n;
+            if (i >= pieces) {
+                r->split_over = 1;
+                break;
+            }
+            n = r->len - off < piece ? r->len - off : piece;
+            if (cma_copy(p->pid, (void *)(uintptr_t)(r->sbuf + off), rbuf + off, (size_t)n, 1)) {
+                xc_warn("shared memory: writing into rank %d with process_vm_writev failed "
+                        "(%s): it reads the rest itself, and this rank offers no more split "
+                        "copies on this communicator", p->rank, strerror(errno));
+                atomic_store_explicit(&d->sfail, i + 1, memory_order_relaxed);
+                c->split_off = 1;
+                c->split_min = SIZE_MAX;
+                r->split_over = 1;
+            }
+            atomic_fetch_add_explicit(&d->sdone, n, memory_order_release);
+            events++;
+            if (r->split_over)
+                break;
+        }
+    }
+    if (events > 0)
+        wake(p);
+    return events;
+}
+
 static xcoll_status_t truncated(const xc_shm_peer_t *p, uint64_t tag, size_t got, size_t want)
 {
     xc_error("rank %d sent %zu bytes with tag 0x%016llx where %zu were expected", p->rank, got,
@@ -640,6 +930,7 @@ static int push(xc_shm_comm_t *c, xc_shm_peer_t *p)
             s->msg_len = r->len;
             s->addr = (uint64_t)(uintptr_t)r->sbuf;
             s->cookie = r->cookie;
+            s->frag_len = split_offer(c, p, r);
         } else {
             size_t n = r->len - r->done < c->payload ? r->len - r->done : c->payload;
             s->kind = r->done == 0 ? XC_SHM_FIRST : XC_SHM_MORE;
@@ -749,6 +1040,10 @@ static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *h,
             return 0;
         }
         if (kind == XC_SHM_RNDV) {
+            if (split_can(r, frag)) {
+                split_begin(c, p, r, h->addr, h->cookie, frag);
+                return 0;
+            }
             pull(c, p, r, h->addr, h->cookie);
             return 0;
         }
@@ -789,6 +1084,7 @@ static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *h,
         u->rndv = 1;
         u->addr = h->addr;
         u->cookie = h->cookie;
+        u->split_piece = frag;
         u->arrived = u->len;
     } else {
         if (frag > 0)
@@ -805,6 +1101,7 @@ static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *h,
 static void on_ack(xc_shm_peer_t *p, uint64_t cookie, uint32_t status)
 {
     xc_shm_req_t **pp;
+    split_release(p, cookie);
     for (pp = &p->rndv_wait; *pp != NULL; pp = &(*pp)->next) {
         xc_shm_req_t *r = *pp;
         if (r->cookie != cookie)
@@ -825,10 +1122,11 @@ static int drain_slots(xc_shm_comm_t *c, xc_shm_peer_t *p)
     for (;;) {
         xc_shm_slot_t *s = slot_at(c, p->in, p->in_tail);
         const unsigned char *payload = (const unsigned char *)(s + 1);
-        uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+        uint64_t seq;
         xc_shm_slot_t h;
         uint32_t kind, frag;
         int bad = 0;
+        seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (seq != p->in_tail + 1) {
             /* not filled yet: the slot still holds the lap before (or
              * nothing, in the first lap); anything else is garbage */
@@ -899,8 +1197,16 @@ static int progress_comm(xc_shm_comm_t *c)
     if (c->broken)
         return 0;
     for (int i = 0; i < c->nlocal && !c->broken; i++) {
-        events += drain(c, &c->peers[i]);
-        events += push(c, &c->peers[i]);
+        xc_shm_peer_t *p = &c->peers[i];
+        events += drain(c, p);
+        if (p->splits != NULL) {
+            int done = split_steps(p);
+            if (done < 0)
+                fail_comm(c, p->rank, "a split copy's byte count out of range");
+            events += done > 0 ? done : 0;
+        }
+        events += push(c, p);
+        events += split_help(c, p);
     }
     return events;
 }
@@ -1097,7 +1403,8 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot, const struct x
     /* slots start line pairs: the header and the payload's first line
      * come over together */
     c->slot_bytes = (XC_SHM_HDR + c->payload + XC_SHM_LINE - 1) / XC_SHM_LINE * XC_SHM_LINE;
-    c->ring_bytes = sizeof(xc_shm_ring_t) + XC_SHM_SLOTS * c->slot_bytes;
+    c->ring_bytes = sizeof(xc_shm_ring_t) + XC_SHM_SLOTS * c->slot_bytes +
+                    XC_SHM_SPLITS * sizeof(xc_shm_split_t);
     c->seg_bytes = sizeof(xc_shm_bell_t) + (size_t)c->nlocal * c->ring_bytes;
 
     memset(&mine, 0, sizeof(mine));
@@ -1214,6 +1521,12 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot, const struct x
     }
     if (c->nlocal > sysconf(_SC_NPROCESSORS_ONLN))
         g_oversubscribed = 1;
+    /* a sender's own choice: the receiver takes an offer or reads it all */
+    c->split_min = SIZE_MAX;
+    if (c->cma) {
+        size_t m = env_bytes("XCOLL_SHM_SPLIT_MIN", XC_SHM_SPLIT_MIN_DEFAULT);
+        c->split_min = m == 0 ? SIZE_MAX : m;
+    }
     if (c->cma && c->max_len < SIZE_MAX && c->cma_min > c->max_len + 1)
         xc_info("shared memory: %d ranks on this node, %zu-byte slots, messages from %zu B read "
                 "in one copy (CMA), collective ones of %zu B to that size by UCX", c->nlocal,
@@ -1492,7 +1805,11 @@ static xcoll_status_t post_recv(xc_shm_comm_t *c, xc_shm_peer_t *p, uint64_t tag
         return XCOLL_OK;
     }
     if (u->rndv) {
-        pull(c, p, r, u->addr, u->cookie);
+        if (split_can(r, u->split_piece)) {
+            split_begin(c, p, r, u->addr, u->cookie, u->split_piece);
+        } else {
+            pull(c, p, r, u->addr, u->cookie);
+        }
         free(u);
         push(c, p);
         if (r->complete && r->status == XCOLL_OK)
@@ -1576,6 +1893,16 @@ static void drop(xc_shm_comm_t *c, xc_shm_req_t *r)
     }
     for (int i = 0; i < c->nlocal; i++) {
         xc_shm_peer_t *p = &c->peers[i];
+        if (r->kind == REQ_RECV && r->split_desc != NULL &&
+            req_unlink(&p->splits, &p->splits_last, r)) {
+            if (c->broken)
+                break;
+            /* its ACK (failed) frees it */
+            req_append(&p->splits, &p->splits_last, r);
+            split_abort(p, r);
+            r->orphan = 1;
+            return;
+        }
         if (p->sendq == r && r->kind == REQ_SEND && !r->rndv && r->done > 0) {
             r->orphan = 1;
             return;

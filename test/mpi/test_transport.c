@@ -1,7 +1,7 @@
 /* The UCX transport alone, launched by MPI (MPI_Allgather is the bootstrap):
  * correctness checks (zero-length, truncation both ways, cancel, ring with
- * payload checks, communicators sharing endpoints, a sub-communicator,
- * bootstrap failure), then measurements with and without the transport's
+ * payload checks, tag order, split copies, communicators sharing endpoints,
+ * a sub-communicator, bootstrap failure), then measurements with and without the transport's
  * idle back-off, next to plain MPI for reference:
  *   - round-trip latency at 8 B, every pair (0-1, 2-3, ...) at once
  *   - one ring exchange step at 8 B
@@ -285,6 +285,141 @@ static void check_order(void *tc, int rank, int size)
     }
 }
 
+/* Split copies (shared memory, messages from XCOLL_SHM_SPLIT_MIN): a
+ * sender that waits for its long message to be read writes pieces of it
+ * into the receiver itself. Pairs (0,1), (2,3)...; a last odd rank only
+ * meets the barriers. Three promises, each of which a broken split breaks
+ * (the first two where TEST_SPLIT=1 says the path is on: shared memory
+ * with CMA; UCX and the rings need the sender to progress):
+ *  - the sender may write the whole message: once the receiver has taken
+ *    the offer (posted its receive on the message that had arrived), one
+ *    round of the sender's progress writes everything, before the receiver
+ *    progresses at all;
+ *  - the receiver never needs the sender: a sender blocked elsewhere (in
+ *    MPI here) leaves it to read every piece, no hang;
+ *  - both at once, many long messages of odd lengths to one peer in
+ *    flight, received in reverse order, a truncated one among them, and
+ *    more of them than the ring has descriptors: every byte right. */
+static void fill(unsigned char *b, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++)
+        b[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 12));
+}
+
+static size_t first_wrong(const unsigned char *b, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++)
+        if (b[i] != (unsigned char)(seed * 131u + i * 7u + (i >> 12)))
+            return i;
+    return len;
+}
+
+static void check_split(void *tc, int rank, int size)
+{
+    enum { N = 10 };
+    static const size_t lens[N] = { 131072, 131080, 1048588, 3145828, 700001,
+                                    524288, 2097152, 262147, 1048576, 5000000 };
+    int sender = rank % 2 == 0, peer = sender ? rank + 1 : rank - 1;
+    int split_on = getenv("TEST_SPLIT") != NULL && strcmp(getenv("TEST_SPLIT"), "1") == 0;
+    size_t big = 3145728 + 4;
+    unsigned char *buf[N];
+    void *r[N];
+    int flag = 0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (peer >= size) {
+        for (int i = 0; i < 3 + split_on; i++)
+            MPI_Barrier(MPI_COMM_WORLD);
+        return;
+    }
+    for (int k = 0; k < N; k++)
+        buf[k] = malloc(lens[k] > big ? lens[k] : big);
+
+    /* 1. the sender writes it all */
+    if (sender) {
+        fill(buf[0], big, 1);
+        CHECK(tl->isend(tc, peer, tag_of(rank, 800, 0), buf[0], big, &r[0]) == XCOLL_OK, "isend");
+        MPI_Send(&flag, 1, MPI_INT, peer, 1, MPI_COMM_WORLD);
+        MPI_Recv(&flag, 1, MPI_INT, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int i = 0; i < 3; i++)
+            tl->progress(tc);
+        MPI_Send(&flag, 1, MPI_INT, peer, 3, MPI_COMM_WORLD);
+        CHECK(wait_all(tc, r, 1) == XCOLL_OK, "the send the sender wrote itself");
+    } else {
+        size_t at;
+        memset(buf[0], 0xee, big);
+        MPI_Recv(&flag, 1, MPI_INT, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int i = 0; i < 100; i++)
+            tl->progress(tc); /* the message arrives before its receive */
+        CHECK(tl->irecv(tc, peer, tag_of(peer, 800, 0), buf[0], big, &r[0]) == XCOLL_OK, "irecv");
+        MPI_Send(&flag, 1, MPI_INT, peer, 2, MPI_COMM_WORLD);
+        MPI_Recv(&flag, 1, MPI_INT, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        at = first_wrong(buf[0], big, 1);
+        if (split_on)
+            CHECK(at == big, "split: the sender did not write byte %zu of %zu itself", at, big);
+        CHECK(wait_all(tc, r, 1) == XCOLL_OK, "the receive the sender wrote");
+        at = first_wrong(buf[0], big, 1);
+        CHECK(at == big, "split: byte %zu of %zu is wrong (the sender wrote)", at, big);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* 2. the receiver reads it all while the sender is away */
+    if (!split_on) {
+        /* not promised */
+    } else if (sender) {
+        fill(buf[0], big, 2);
+        CHECK(tl->isend(tc, peer, tag_of(rank, 801, 0), buf[0], big, &r[0]) == XCOLL_OK, "isend");
+        MPI_Send(&flag, 1, MPI_INT, peer, 4, MPI_COMM_WORLD);
+        MPI_Recv(&flag, 1, MPI_INT, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(wait_all(tc, r, 1) == XCOLL_OK, "the send its receiver read alone");
+    } else {
+        size_t at;
+        memset(buf[0], 0xee, big);
+        MPI_Recv(&flag, 1, MPI_INT, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(tl->irecv(tc, peer, tag_of(peer, 801, 0), buf[0], big, &r[0]) == XCOLL_OK, "irecv");
+        CHECK(wait_all(tc, r, 1) == XCOLL_OK, "the receive read alone");
+        at = first_wrong(buf[0], big, 2);
+        CHECK(at == big, "split: byte %zu of %zu is wrong (read alone)", at, big);
+        MPI_Send(&flag, 1, MPI_INT, peer, 5, MPI_COMM_WORLD);
+    }
+    if (split_on)
+        MPI_Barrier(MPI_COMM_WORLD);
+
+    /* 3. many at once, twice (20 sends: every descriptor used again) */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int k = 0; k < N; k++) {
+            if (sender)
+                fill(buf[k], lens[k], 10 + k + pass);
+            else
+                memset(buf[k], 0xee, lens[k]);
+        }
+        for (int j = 0; j < N; j++) {
+            int k = sender ? j : N - 1 - j;
+            /* message 3 arrives 4 bytes too long for its receive */
+            size_t len = !sender && k == 3 ? lens[k] - 4 : lens[k];
+            uint64_t tag = tag_of(sender ? rank : peer, 810 + k, 0);
+            CHECK((sender ? tl->isend(tc, peer, tag, buf[k], len, &r[k])
+                          : tl->irecv(tc, peer, tag, buf[k], len, &r[k])) == XCOLL_OK,
+                  "post %d", k);
+        }
+        if (sender) {
+            CHECK(wait_all(tc, r, N) == XCOLL_OK, "pass %d: the sends", pass);
+        } else {
+            xcoll_status_t st = wait_all(tc, r, N);
+            CHECK(st == XCOLL_ERR_TRUNCATED, "pass %d: the receives gave %d, not TRUNCATED (one "
+                  "of them)", pass, st);
+            for (int k = 0; k < N; k++) {
+                size_t at = k == 3 ? lens[k] : first_wrong(buf[k], lens[k], 10 + k + pass);
+                CHECK(at == lens[k], "pass %d: message %d (%zu B): byte %zu is wrong", pass, k,
+                      lens[k], at);
+            }
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    for (int k = 0; k < N; k++)
+        free(buf[k]);
+}
+
 /* Rank 0 arms (through tc) and sleeps with a limit of 5 s; the sleep must
  * end well before that, because of what rank 1 does 100 ms later
  * (`late`): a lost wakeup shows as the whole 5 s. Other ranks only
@@ -441,6 +576,7 @@ static void check_comms(void)
         check_ring(a, world_rank, world_size, len, 3, 100);
     check_ring(a, world_rank, world_size, 8257, 3, 200); /* just past the eager limit */
     check_order(a, world_rank, world_size);
+    check_split(a, world_rank, world_size);
     check_sleep(a, b);
     /* the same process pairs over another communicator id in the tag */
     tl->comm_fini(a); /* b must keep working after a's endpoint refs are gone */
