@@ -78,8 +78,6 @@ run_mpi() { # np, then the command
     $limit "$mpirun" $root_flag $over ${MPIRUN_FLAGS:-} -x XCOLL_TIMEOUT -np "$np" "$@"
 }
 
-mkdir -p "$results"
-rm -f "$results"/*.csv "$results"/*.svg
 start=$(date +%s)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "run_sweep.sh: $perf, ranks: $nps, collectives: $colls, $runs runs; results in $results" >&2
@@ -91,6 +89,9 @@ kernel=$(uname -sr)
 ompi=$("$mpirun" --version 2>/dev/null | head -n 1)
 rev=$(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$top" diff --quiet HEAD 2>/dev/null || rev="$rev + uncommitted changes"
+# (before the old results go, which would count as changes)
+mkdir -p "$results"
+rm -f "$results"/*.csv "$results"/*.svg
 ucx=$(ucx_info -v 2>/dev/null | sed -n 's/^# Version //p' | head -n 1)
 pml=$(run_mpi 2 --mca pml_base_verbose 10 "$perf" -b 8 -e 8 -n 1 -w 0 -c 0 2>&1 |
       sed -n 's/.*selected \([a-z0-9]*\) best priority.*/\1/p' | head -n 1)

@@ -26,7 +26,8 @@
  * flag travels in the line it announces, so a small message costs the
  * receiver one line pair from the sender's cache, not a head line first
  * and the slot after it; the sender reads tail only when the ring looks
- * full. One writer per line at a time, no atomics beyond load/store. A
+ * full. One writer per line at a time, no atomics beyond load/store (but
+ * for the claim counter of split copies, below). A
  * message is one slot (XC_SHM_FIRST with the whole message) or consecutive
  * slots (FIRST, then XC_SHM_MORE). A message from XCOLL_SHM_CMA_MIN is
  * one XC_SHM_RNDV slot naming the sender's buffer instead, which the
@@ -58,6 +59,10 @@
  * Nothing read from shared memory is trusted: a slot's kind, lengths and
  * seq are checked before use, and a peer's garbage fails this
  * rank's transfers with an error, never a write outside its buffers.
+ * One exception, by design: a split copy's descriptor in a receiver's
+ * segment tells its sender where to write, and any local rank could
+ * overwrite it; CMA already lets any of them write anywhere in the
+ * receiver, so this grants no rank anything it did not have.
  *
  * Setup is collective (three bootstrap allgathers) and all or nothing: the
  * path is used only if every rank asked for it (XCOLL_SHM) and every rank
@@ -69,6 +74,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -659,8 +665,8 @@ static void pull(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r, uint64_t a
  *   sdone, sfail        sender: bytes written (release); 1 + the piece it
  *                       could not write, which the receiver then reads
  *
- * The sender reads rbuf once, so it may share the counter's line; the
- * count the receiver polls has a line of its own.
+ * The sender reads rbuf once per send, so it may share the counter's
+ * line; the count the receiver polls has a line of its own.
  *
  * A sender whose process_vm_writev fails (a sandbox may forbid writes
  * and allow reads) counts that piece as written, names it in sfail, and
@@ -730,10 +736,12 @@ static void split_release(xc_shm_peer_t *p, uint64_t cookie)
         p->split_busy &= ~(1u << i);
 }
 
-/* The receiver may take an offer into r: not into a reducing receive. */
+/* The receiver may take an offer into r: not into a reducing receive,
+ * and only of the piece both sides compute (another would be garbage: a
+ * piece of 1 byte would cost a system call a byte). */
 static int split_can(const xc_shm_req_t *r, uint32_t piece)
 {
-    return piece != 0 && !r->reducing && r->len > 0;
+    return piece != 0 && !r->reducing && r->len > 0 && piece == split_piece_for(r->len);
 }
 
 /* The receiver takes the offer of the send named cookie, whose buffer is
@@ -781,6 +789,8 @@ static int split_step(xc_shm_peer_t *p, xc_shm_req_t *r)
             r->split_upto = r->len;
             break;
         }
+        if (r->split_taken >= r->len)
+            return -1; /* more claims than pieces: the counter went back */
         n = r->len - off < r->split_piece ? r->len - off : r->split_piece;
         r->split_taken += n;
         if (cma_read(p->pid, r->rbuf + off, r->split_addr + off, (size_t)n) != 0) {
@@ -791,7 +801,7 @@ static int split_step(xc_shm_peer_t *p, xc_shm_req_t *r)
         }
     }
     sdone = atomic_load_explicit(&d->sdone, memory_order_acquire);
-    if (sdone > r->split_upto - r->split_taken)
+    if (r->split_taken > r->split_upto || sdone > r->split_upto - r->split_taken)
         return -1;
     if (sdone < r->split_upto - r->split_taken)
         return 0;
@@ -829,25 +839,27 @@ static int split_steps(xc_shm_peer_t *p)
     return done;
 }
 
-/* A receive cancelled halfway through a split copy (a timeout): no more
- * claims, and the sender's pieces already claimed are waited for a
- * bounded time, as it may be writing into the buffer that the caller is
- * about to take back. The failed ACK then fails the send. */
-static void split_abort(xc_shm_peer_t *p, xc_shm_req_t *r)
+/* A split receive that will not complete (cancelled after a timeout, a
+ * broken communicator, a communicator going away): no more claims, and
+ * the sender's pieces already claimed are waited for, as it may be
+ * writing into the buffer that the caller is about to take back. A piece
+ * claimed is written unless its writer dies: wait while it lives, up to
+ * 10 s (a stopped process), and say so if it never came. */
+static void split_revoke(xc_shm_peer_t *p, xc_shm_req_t *r)
 {
     xc_shm_split_t *d = r->split_desc;
-    uint64_t t0 = now_ns(), want;
+    uint64_t t0 = now_ns(), want, got;
     if (r->split_upto == 0)
         r->split_upto = split_close(r);
-    want = r->split_upto - r->split_taken;
-    while (atomic_load_explicit(&d->sdone, memory_order_acquire) < want &&
-           now_ns() - t0 < 1000000000ull)
+    want = r->split_upto > r->split_taken ? r->split_upto - r->split_taken : 0;
+    while ((got = atomic_load_explicit(&d->sdone, memory_order_acquire)) < want &&
+           now_ns() - t0 < 10000000000ull && (kill(p->pid, 0) == 0 || errno != ESRCH))
         sched_yield();
-    if (atomic_load_explicit(&d->sdone, memory_order_acquire) < want)
-        xc_error("rank %d did not finish writing its part of a cancelled receive within 1 s; "
-                 "it may still write into that buffer", p->rank);
+    if (got < want)
+        xc_error("rank %d did not finish writing its part of a cancelled receive (%llu of %llu "
+                 "bytes); it may still write into that buffer", p->rank,
+                 (unsigned long long)got, (unsigned long long)want);
     (void)req_unlink(&p->splits, &p->splits_last, r);
-    queue_ack(p, r->cookie, 1, r, XCOLL_ERR_TRANSPORT);
 }
 
 /* The sender's part, whenever it progresses: writes the pieces it claims
@@ -861,10 +873,13 @@ static int split_help(xc_shm_comm_t *c, xc_shm_peer_t *p)
         if (d == NULL || r->split_over || r->orphan ||
             atomic_load_explicit(&d->ready, memory_order_acquire) != r->cookie)
             continue;
-        rbuf = d->rbuf;
+        if (r->split_addr == 0)
+            r->split_addr = d->rbuf;
+        rbuf = r->split_addr;
         piece = split_piece_for(r->len);
         pieces = (r->len + piece - 1) / piece;
-        for (;;) {
+        /* at most a claim per piece: a counter that goes back is garbage */
+        for (uint64_t tries = 0; tries <= pieces; tries++) {
             uint64_t i = atomic_fetch_add(&d->claim, 1);
             uint64_t off = i * piece, n;
             if (i >= pieces) {
@@ -886,6 +901,7 @@ static int split_help(xc_shm_comm_t *c, xc_shm_peer_t *p)
             if (r->split_over)
                 break;
         }
+        r->split_over = 1;
     }
     if (events > 0)
         wake(p);
@@ -1593,6 +1609,10 @@ static void shm_comm_fini(void *tl_comm)
             }
         for (int i = 0; i < c->nlocal; i++) {
             xc_shm_peer_t *p = &c->peers[i];
+            /* receives still splitting (the caller's to free): no sender
+             * may write into them once we are gone */
+            while (p->splits != NULL)
+                split_revoke(p, p->splits);
             while (p->sendq != NULL) {
                 xc_shm_req_t *r = p->sendq;
                 p->sendq = r->next;
@@ -1871,6 +1891,15 @@ static xcoll_status_t shm_irecv_reduce(void *tl_comm, int peer, uint64_t tag, vo
     return recv_routed(tl_comm, peer, tag, buf, len, red, req);
 }
 
+/* Whether r is a split copy in progress from p. */
+static int in_splits(const xc_shm_peer_t *p, const xc_shm_req_t *r)
+{
+    for (const xc_shm_req_t *x = p->splits; x != NULL; x = x->next)
+        if (x == r)
+            return 1;
+    return 0;
+}
+
 /* Unlinks r from wherever it waits in p; 1 if p held it. */
 static int forget(xc_shm_peer_t *p, const xc_shm_req_t *r)
 {
@@ -1893,14 +1922,14 @@ static void drop(xc_shm_comm_t *c, xc_shm_req_t *r)
     }
     for (int i = 0; i < c->nlocal; i++) {
         xc_shm_peer_t *p = &c->peers[i];
-        if (r->kind == REQ_RECV && r->split_desc != NULL &&
-            req_unlink(&p->splits, &p->splits_last, r)) {
+        if (r->kind == REQ_RECV && r->split_desc != NULL && in_splits(p, r)) {
+            split_revoke(p, r);
             if (c->broken)
                 break;
-            /* its ACK (failed) frees it */
-            req_append(&p->splits, &p->splits_last, r);
-            split_abort(p, r);
+            /* its failed ACK frees it (or complete() if there is no
+             * memory for one) */
             r->orphan = 1;
+            queue_ack(p, r->cookie, 1, r, XCOLL_ERR_TRANSPORT);
             return;
         }
         if (p->sendq == r && r->kind == REQ_SEND && !r->rndv && r->done > 0) {

@@ -36,7 +36,7 @@ int main(int argc, char **argv)
     struct sock_filter f[] = {
         /* another ABI's calls have other numbers: let them be */
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 4),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 3),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, writes_only ? __NR_process_vm_writev
                                                          : __NR_process_vm_readv, 2, 0),

@@ -244,7 +244,7 @@ if [ -x "$bindir/test_coll" ]; then
     # shellcheck disable=SC2086
     seccomp_case test_transport.writes-denied 2 "the receivers read what it could not write" \
         "process_vm_writev failed (Operation not permitted): it reads the rest" "" \
-        env XCOLL_LOG=warn TEST_TRANSPORT=shm $MPIRUN $MPIRUN_FLAGS \
+        env XCOLL_LOG=warn TEST_TRANSPORT=shm UCX_TLS=^cma $MPIRUN $MPIRUN_FLAGS -x UCX_TLS \
         -np 1 "$bindir/deny_cma" --writes "$bindir/test_transport" -q : \
         -np 1 "$bindir/test_transport" -q
     # UCX alone within the node too, as between nodes
