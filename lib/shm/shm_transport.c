@@ -640,10 +640,10 @@ static void pull(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r, uint64_t a
 /* --- split copies ------------------------------------------------------------------ *
  *
  * A single-copy read keeps one core copying while the sender's core
- * waits for the ACK: at 2 ranks a copy of 4 MiB between two processes ran
- * at 5.6 GB/s read by one and at 11.6 GB/s when both copied, each
- * claiming the next piece in turn (a two-process test, 2026-12-07,
- * docs/PERFORMANCE.md). So a RNDV send from XCOLL_SHM_SPLIT_MIN offers to
+ * waits for the ACK: a copy of 4 MiB between two processes took 474 us
+ * read by one and 249 us when both copied, each claiming the next piece
+ * in turn (bench/split_copy, 2026-12-07; docs/PERFORMANCE.md "Split
+ * copies"). So a RNDV send from XCOLL_SHM_SPLIT_MIN offers to
  * help (the slot's frag_len = the piece) through a descriptor of the ring
  * it was sent on, and a receiver that takes the offer publishes its
  * buffer there; from then on each side claims the next piece with one
