@@ -3,7 +3,8 @@
 measurements: the "Calibration" section of docs/SCALING.md.
 
 1. Fit, on this machine (xcoll-perf, 2 ranks): alpha and beta within a node
-   from a linear bcast (one message), gamma from a linear reduce (one
+   from a linear bcast (one message, read by the receiver alone:
+   XCOLL_SHM_SPLIT_MIN=0, as the model splits copies itself), gamma from a linear reduce (one
    message, reduced on arrival) minus that message, the cache from the
    bcast's sizes beyond it, a shared core's turn from small allreduces of
    4 ranks, and what bytes written in the call cost to read (--forward)
@@ -74,11 +75,12 @@ def size_text(b):
     return str(b)
 
 
-def perf(np_, out, *args):
+def perf(np_, out, *args, env=None):
     cmd = MPIRUN + ["-np", str(np_), PERF] + TIMING.split() + [
         "--no-inplace", "--csv", "-d", "float32", "-o", "sum"] + list(args)
     with open(out, "w") as f:
-        r = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, text=True, timeout=900)
+        r = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, text=True, timeout=900,
+                           env=dict(os.environ, **(env or {})))
     if r.returncode != 0:
         print("calibrate_model: %s failed: %s" % (os.path.basename(out),
                                                   r.stderr.strip()[-300:]), file=sys.stderr)
@@ -125,8 +127,9 @@ def measure_intra(runs):
     os.makedirs(RES, exist_ok=True)
     for run in range(1, runs + 1):
         print("calibrate_model: run %d: the fit" % run, file=sys.stderr)
+        # beta is one core's copy: the model halves a split copy itself
         perf(2, "%s/fit-bcast-run%d.csv" % (RES, run), "-C", "bcast", "--algo", "linear",
-             "-b", "8", "-e", "32M", "-f", "2")
+             "-b", "8", "-e", "32M", "-f", "2", env={"XCOLL_SHM_SPLIT_MIN": "0"})
         perf(2, "%s/fit-reduce-run%d.csv" % (RES, run), "-C", "reduce", "--algo", "linear",
              "-b", "8", "-e", "32M", "-f", "2")
         perf(4, "%s/fit-turn-run%d.csv" % (RES, run), "-C", "allreduce", "--algo", "recdbl",
@@ -259,8 +262,9 @@ def least_squares(candidates, rpn, coll, algo, measured, intra, reduce_gbs, over
 
 def fit_memory(bc, intra, overhead):
     """The cache (MiB: what one rank's buffers must fit) and the factor beyond it
-    (--memory "MiB,F"), fitted to the 2-rank linear bcast from 1 MiB."""
-    extra = least_squares([["--memory", "%d,%.1f" % (mib, f10 / 10.0)]
+    (--memory "MiB,F"), fitted to the 2-rank linear bcast from 1 MiB (read by
+    one side, as it was measured: --split 0)."""
+    extra = least_squares([["--memory", "%d,%.1f" % (mib, f10 / 10.0), "--split", "0"]
                            for mib in (2, 4, 8, 16, 32, 64) for f10 in range(10, 41)],
                           2, "bcast", "linear", {s: t for s, t in bc.items() if s >= 1 << 20},
                           intra, 100.0, overhead)
@@ -331,7 +335,7 @@ def report(out_path):
              "| what | how | value |", "|---|---|---|",
              "| within a node: alpha, overhead | linear bcast, 2 ranks, 32 B-2 KiB: %.2f us = 2 overheads + alpha | alpha %.2f us, overhead %.2f us |"
              % (lat, lat / 2, overhead),
-             "| within a node: beta | linear bcast, 2 ranks, slope from 1 to 4 MiB | %.2f GB/s |" % gbs,
+             "| within a node: beta | linear bcast, 2 ranks, read by one side (XCOLL_SHM_SPLIT_MIN=0), slope from 1 to 4 MiB | %.2f GB/s |" % gbs,
              "| beyond the cache (`--memory`) | linear bcast, 2 ranks, from 1 MiB: least squares of the model's curve | %d MiB a rank, then %.1fx |"
              % (cache_mib, dram),
              "| gamma | linear reduce minus linear bcast, 2 ranks, 1 MiB-%s: least squares | %.2f GB/s |"

@@ -28,7 +28,7 @@ static void usage(FILE *f)
             "                  [--inter GB/s,us] [--reduce GB/s] [--coll C] [--sizes S,S,...]\n"
             "                  [--overhead us] [--copy GB/s] [--cores N [--turn us]]\n"
             "                  [--memory MiB,F] [--forward F] [--inter-cpu GB/s]\n"
-            "                  [--plot FILE.svg]\n"
+            "                  [--split BYTES] [--plot FILE.svg]\n"
             "  The cost model's time for every algorithm of each collective (or of C)\n"
             "  at each message size S (default 8 B to 64 MiB), on N nodes of K ranks:\n"
             "  --intra is shared memory within a node, --inter the NIC a node's ranks\n"
@@ -44,7 +44,10 @@ static void usage(FILE *f)
             "  on within its node move F (>= 1) times slower (their lines move\n"
             "  between the two cores' caches and back);\n"
             "  --inter-cpu: the rate at which a receiver's CPU takes a large message\n"
-            "  between nodes as it arrives (a kernel's TCP on the ranks' cores).\n"
+            "  between nodes as it arrives (a kernel's TCP on the ranks' cores);\n"
+            "  --split: messages within a node from BYTES into a plain receive are\n"
+            "  split copies (XCOLL_SHM_SPLIT_MIN, default 131072; 0: none): a sender\n"
+            "  whose core is free copies half.\n"
             "  'picked' is what the active selection table (defaults, XCOLL_TUNE_FILE,\n"
             "  XCOLL_TUNE) chooses, 'best' the fastest by the model. '>T' is a lower\n"
             "  bound: that algorithm was not simulated, as it cannot beat the best or\n"
@@ -249,6 +252,7 @@ int info_predict(int argc, char **argv)
     static curve_t curves[MAX_ALGOS];
     size_t ncurves = 0;
     xc_model_params_t mp;
+    size_t split;
     struct xc_topo *topo = NULL;
     xc_tune_t *tune = NULL;
     char err[512];
@@ -279,6 +283,8 @@ int info_predict(int argc, char **argv)
         } else if (!strcmp(o, "--memory") && parse_memory(v, &mp) == 0) {
         } else if (!strcmp(o, "--inter-cpu") && parse_rate(v, &mp.inter_cpu) == 0) {
         } else if (!strcmp(o, "--forward") && parse_number(v, 1, 0, &mp.forward) == 0) {
+        } else if (!strcmp(o, "--split") && v && tool_parse_size(v, &split) == 0) {
+            mp.split = (double)split;
         } else if (!strcmp(o, "--coll") && v && (coll = tool_coll_from_name(v)) >= 0 &&
                    coll <= XC_COLL_BARRIER) {
         } else if (!strcmp(o, "--sizes") && v && *v && tool_each_item(v, add_size, &sizes) == 0) {

@@ -36,6 +36,7 @@ void xc_model_params_default(xc_model_params_t *p)
     p->dram = 1;
     p->inter_cpu = 0;
     p->forward = 1;
+    p->split = 131072; /* the transport's default */
 }
 
 int xc_model_parse_link(const char *text, xc_link_cost_t *out)
@@ -69,7 +70,8 @@ int xc_model_parse_link(const char *text, xc_link_cost_t *out)
 
 /* A message step's state while it waits for its other end (receives
  * only: the send side finds the receive and writes here). */
-enum { M_IDLE = 0, M_POSTED, M_SEND_WAITING, M_LANDED_EARLY, M_TO_READ };
+/* M_TO_READ_HALF: a split copy whose sender copies half (rendezvous) */
+enum { M_IDLE = 0, M_POSTED, M_SEND_WAITING, M_LANDED_EARLY, M_TO_READ, M_TO_READ_HALF };
 
 typedef struct {
     uint64_t bytes;
@@ -408,11 +410,11 @@ static double wire(sim_t *s, uint32_t src, uint32_t dst, const mstep_t *st, doub
 }
 
 /* Receive ri on dst becomes its CPU's to take from `at` on (take_message
- * adds the bytes to its cost and ends send si with it). */
-static void to_read(sim_t *s, uint32_t dst, uint32_t ri, uint32_t si, double at)
+ * adds the bytes, or half of them, to its cost and ends send si with it). */
+static void to_read(sim_t *s, uint32_t dst, uint32_t ri, uint32_t si, double at, int half)
 {
     mstep_t *rv = step_of(&s->r[dst], ri);
-    rv->state = M_TO_READ;
+    rv->state = half ? M_TO_READ_HALF : M_TO_READ;
     rv->slot = si;
     push(s, at, dst, ri, EV_LANDED);
 }
@@ -421,8 +423,10 @@ static void to_read(sim_t *s, uint32_t dst, uint32_t ri, uint32_t si, double at)
  * steps end when it has landed. Within a node a handshake (two
  * latencies) first, then the receiver's CPU reads it from the sender's
  * buffer (the shared memory transport's single copy; take_message), the
- * sender's way out taken while it is read. Between nodes the link's alpha
- * covers the handshake (model.h). */
+ * sender's way out taken while it is read; a split copy (params.split)
+ * whose sender's core is free by then takes half as long, the sender's
+ * CPU copying the other half. Between nodes the link's alpha covers the
+ * handshake (model.h). */
 static void rendezvous(sim_t *s, uint32_t src, uint32_t si, uint32_t dst, uint32_t ri, double t)
 {
     int ns = node_of(s, (int)src), nd = node_of(s, (int)dst);
@@ -431,17 +435,26 @@ static void rendezvous(sim_t *s, uint32_t src, uint32_t si, uint32_t dst, uint32
     const mstep_t *st = step_of(&s->r[src], si);
     uint64_t bytes = st->bytes;
     if (ns == nd) {
-        resource_t *way = &core_of(s, src)->r[R_OUT];
-        double start = maxd(t + 2 * s->p->intra.alpha, way->t);
-        way->t = start + (double)bytes * s->p->intra.beta * intra_factor(s, st);
+        mcore_t *sc = core_of(s, src);
+        double start = maxd(t + 2 * s->p->intra.alpha, sc->r[R_OUT].t);
+        double copy = (double)bytes * s->p->intra.beta * intra_factor(s, st);
+        int half = s->p->split > 0 && (double)bytes >= s->p->split &&
+                   step_of(&s->r[dst], ri)->kind == XC_STEP_RECV && sc != core_of(s, dst) &&
+                   sc->r[R_CPU].t <= start;
+        if (half) {
+            copy /= 2;
+            (void)cpu_work(s, src, start, copy);
+        }
+        sc->r[R_OUT].t = start + copy;
         s->res->msgs++;
         s->res->bytes += bytes;
-        to_read(s, dst, ri, si, start);
+        to_read(s, dst, ri, si, start, half);
         return;
     }
     end = wire(s, src, dst, st, t, &out, &in);
     if (s->p->inter_cpu > 0) { /* its CPU takes the bytes as they arrive */
-        to_read(s, dst, ri, si, end - (double)bytes * mind(s->p->inter_cpu, s->p->inter.beta));
+        to_read(s, dst, ri, si, end - (double)bytes * mind(s->p->inter_cpu, s->p->inter.beta),
+                0);
         return;
     }
     qpush(s, in, src, si, EV_DONE);
@@ -557,15 +570,16 @@ static void take_message(sim_t *s, uint32_t rank, uint32_t i, double t)
     const mstep_t *st = step_of(r, i);
     resource_t *cpu = &core_of(s, rank)->r[R_CPU];
     double cost = s->p->overhead;
+    int reading = st->state == M_TO_READ || st->state == M_TO_READ_HALF;
     if (st->kind == XC_STEP_RECV_REDUCE)
         cost += (double)st->bytes * s->p->gamma * s->mem;
-    if (st->state == M_TO_READ) /* the sender's step ends once it is read */
-        cost += (double)st->bytes *
+    if (reading) /* the sender's step ends once it is read */
+        cost += (double)st->bytes * (st->state == M_TO_READ_HALF ? 0.5 : 1.0) *
                 (node_of(s, st->peer) == node_of(s, (int)rank)
                      ? s->p->intra.beta * intra_factor(s, step_of(&s->r[st->peer], st->slot))
                      : s->p->inter_cpu);
     (void)cpu_work(s, rank, t, cost);
-    if (st->state == M_TO_READ)
+    if (reading)
         qpush(s, cpu, (uint32_t)st->peer, st->slot, EV_DONE);
     qpush(s, cpu, rank, i, EV_DONE);
 }
@@ -909,7 +923,7 @@ static int params_ok(const xc_model_params_t *p)
     return p != NULL && cost_ok(p->intra.alpha) && cost_ok(p->intra.beta) &&
            cost_ok(p->inter.alpha) && cost_ok(p->inter.beta) && cost_ok(p->overhead) &&
            cost_ok(p->gamma) && cost_ok(p->copy) && p->cores >= 0 && cost_ok(p->turn) &&
-           cost_ok(p->inter_cpu) && cost_ok(p->cache) &&
+           cost_ok(p->inter_cpu) && cost_ok(p->cache) && cost_ok(p->split) &&
            (p->dram == 0 || (p->dram >= 1 && isfinite(p->dram))) &&
            (p->forward == 0 || (p->forward >= 1 && isfinite(p->forward)));
 }
@@ -1111,16 +1125,23 @@ xcoll_status_t xc_model_bound(const xc_algo_t *algo, const xc_coll_args_t *a,
             const xc_link_cost_t *l = local ? &p->intra : &p->inter;
             double *port = st->kind == XC_STEP_SEND ? (local ? &out : &nic_out)
                                                     : (local ? &in : &nic_in);
+            /* a split copy may take half as long on either end (a send
+             * cannot tell whether its receive reduces) */
+            double part = local && st->bytes > XC_ACK_ABOVE_BYTES && p->split > 0 &&
+                                  b >= p->split && st->kind != XC_STEP_RECV_REDUCE
+                              ? 0.5
+                              : 1.0;
             work = p->overhead + (st->kind == XC_STEP_RECV_REDUCE ? b * p->gamma : 0);
             /* a rendezvous: the handshake within a node, inter.alpha alone
              * between nodes (model.h) */
             cost = work +
-                   (st->bytes > XC_ACK_ABOVE_BYTES ? (local ? 2 : 1) * alpha + b * beta : 0) +
+                   (st->bytes > XC_ACK_ABOVE_BYTES ? (local ? 2 : 1) * alpha + b * beta * part
+                                                   : 0) +
                    (st->kind == XC_STEP_SEND && st->bytes <= XC_ACK_ABOVE_BYTES ? b * beta : 0);
             if (local && st->kind != XC_STEP_SEND && st->bytes > XC_ACK_ABOVE_BYTES)
-                cpu += b * l->beta; /* its CPU reads it, not its way in */
+                cpu += b * l->beta * part; /* its CPU reads it, not its way in */
             else
-                *port += b * l->beta;
+                *port += b * l->beta * part;
         } else if (st->kind == XC_STEP_COPY) {
             cost = work = b * p->copy;
         } else if (st->kind == XC_STEP_REDUCE || st->kind == XC_STEP_DIVIDE) {

@@ -76,6 +76,15 @@ typedef struct {
                          message between nodes above XC_ACK_ABOVE_BYTES as
                          it arrives (a kernel's TCP on the ranks' own
                          cores); 0: the NIC does it all */
+    double split;     /* > 0: a message within a node of at least this many
+                         bytes (and above XC_ACK_ABOVE_BYTES) into a plain
+                         receive is a split copy (the shared-memory
+                         transport's XCOLL_SHM_SPLIT_MIN): where the
+                         sender's core is free when the copy starts, on
+                         another core than the receiver's, the sender
+                         copies half (its CPU and way out for half the
+                         time) and the receiver's CPU reads the other half;
+                         0: the receiver reads it all */
 } xc_model_params_t;
 
 /* This machine's calibration (docs/SCALING.md, "Calibration"): xcoll's

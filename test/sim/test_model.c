@@ -350,6 +350,48 @@ static void run_machine(void)
     check(rc == XCOLL_OK && r.time >= 2 * (double)b * (p.intra.beta + p.gamma),
           "machine: the root reads and reduces in turn: %.2f us, at least %.2f", r.time * 1e6,
           2 * (double)b * (p.intra.beta + p.gamma) * 1e6);
+
+    /* split copies: a 2-rank bcast's idle root copies half of its 4 MiB
+     * message (params.split) */
+    p = bare();
+    base = model_time(XC_COLL_BCAST, "linear", 2, 0, b, &p);
+    p.split = 131072;
+    t = model_time(XC_COLL_BCAST, "linear", 2, 0, b, &p);
+    check(close_to(base - t, 0.5 * (double)b * p.intra.beta),
+          "machine: a split copy takes half the transfer: -%.2f us, want -%.2f",
+          (base - t) * 1e6, 0.5 * (double)b * p.intra.beta * 1e6);
+    /* ... not below params.split, nor between nodes, nor on a core both
+     * ranks share, nor into a receive that reduces (a reduce's root's) */
+    t = model_time(XC_COLL_BCAST, "linear", 2, 0, 65536, &p);
+    p.split = 0;
+    check(close_to(t, model_time(XC_COLL_BCAST, "linear", 2, 0, 65536, &p)),
+          "machine: no split below params.split");
+    p.split = 131072;
+    t = model_time(XC_COLL_BCAST, "linear", 2, 1, b, &p);
+    p.split = 0;
+    check(close_to(t, model_time(XC_COLL_BCAST, "linear", 2, 1, b, &p)),
+          "machine: no split between nodes");
+    p.cores = 1;
+    base = model_time(XC_COLL_BCAST, "linear", 2, 0, b, &p);
+    p.split = 131072;
+    t = model_time(XC_COLL_BCAST, "linear", 2, 0, b, &p);
+    check(close_to(t, base), "machine: no split on a shared core: %.2f us, %.2f", t * 1e6,
+          base * 1e6);
+    p = bare();
+    p.gamma = 1.0 / 5e9;
+    base = model_time(XC_COLL_REDUCE, "linear", 2, 0, b, &p);
+    p.split = 131072;
+    t = model_time(XC_COLL_REDUCE, "linear", 2, 0, b, &p);
+    check(close_to(t, base), "machine: no split into a reducing receive: %.2f us, %.2f",
+          t * 1e6, base * 1e6);
+    /* a root busy copying its own block first (scatter's root copies
+     * into its receive buffer while the peer starts reading): it helps
+     * once free, or not at all; never slower than without */
+    p.copy = 1.0 / 5e9;
+    t = model_time(XC_COLL_SCATTER, "linear", 2, 0, b, &p);
+    p.split = 0;
+    check(t <= model_time(XC_COLL_SCATTER, "linear", 2, 0, b, &p) * (1 + 1e-9),
+          "machine: a split never slower");
 }
 
 typedef struct {
@@ -393,7 +435,7 @@ static void run_bound(void)
     static const size_t sizes[] = {64, 4096, 8192, 12288, 65536};
     static const char *machines[] = {"bare with costs", "slow links within a node",
                                       "a faster network than memory, forward and cache",
-                                      "shared cores"};
+                                      "shared cores", "split copies from 12 KiB"};
     size_t m, k, z, pi;
     int rpn;
     for (m = 0; m < sizeof(machines) / sizeof(machines[0]); m++) {
@@ -415,6 +457,8 @@ static void run_bound(void)
             p.cores = 2;
             p.turn = 1e-6;
         }
+        if (m == 4)
+            p.split = 12288;
         for (k = 0; k < xc_num_algorithms; k++)
             for (pi = 0; pi < sizeof(Ps) / sizeof(Ps[0]); pi++)
                 for (z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++)

@@ -67,6 +67,14 @@ usage "a memory with junk" --nodes 2 --ranks-per-node 2 --memory 16,2x
 usage "an inter-node CPU rate of 0" --nodes 2 --ranks-per-node 2 --inter-cpu 0
 usage "a forward factor below 1" --nodes 1 --ranks-per-node 2 --forward 0.5
 usage "a forward factor with junk" --nodes 1 --ranks-per-node 2 --forward 2x
+usage "a split size with junk" --nodes 1 --ranks-per-node 2 --split 128Kx
+# split copies (on by default, as in the library): a 2-rank linear bcast of
+# 4 MiB is faster than with --split 0; a 64 KiB one, below 128 KiB, is not
+s1=$("$info" --predict --nodes 1 --ranks-per-node 2 --coll bcast --sizes 64K,4M | awk '$1 == "4m" || $1 == "64k" {print $7}' | tr '\n' ' ')
+s0=$("$info" --predict --nodes 1 --ranks-per-node 2 --coll bcast --sizes 64K,4M --split 0 | awk '$1 == "4m" || $1 == "64k" {print $7}' | tr '\n' ' ')
+awk -v a="$s1" -v b="$s0" 'BEGIN { split(a, x, " "); split(b, y, " ");
+    exit !(x[1] == y[1] && x[2] < 0.6 * y[2]) }' ||
+    fail "--split: linear bcast at 64K and 4M '$s1', with --split 0 '$s0'"
 # bytes forwarded within a node cost more: a 2-rank ring allreduce's second
 # half sends what it has just reduced (test_model's "machine" part checks
 # by how much); recursive doubling at 2 ranks forwards nothing
