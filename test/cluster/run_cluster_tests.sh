@@ -182,7 +182,11 @@ inside_two() {
     # 2, as ranks fill the nodes in order). A bell that never rang costs
     # time only, so it shows here and nowhere else: the counts each
     # receiver logs as its communicators go (running totals; the first
-    # communicator is the caller's, the second the thread's)
+    # communicator is the caller's, the second the thread's). A quiet
+    # machine counts 18-23 of 20 each (a sleep may end twice a round);
+    # with another job on the cores one run counted 7 in the thread, as a
+    # receiver that is not asleep when the message comes needs no bell;
+    # a bell that never rings counts 0: at least 5 each.
     if XCOLL_LOG=debug mpi progress.2x2 4 -x XCOLL_LOG "$bindir/test_progress" --quick; then
         for r in 0 2; do
             counts=$(grep "^\[xcoll r$r\] debug: shared memory: [0-9]* of [0-9]* sleeps" \
@@ -191,12 +195,12 @@ inside_two() {
             if [ -z "$n2" ]; then
                 fail "progress.2x2: rank $r logged no sleeps on its doorbell for two communicators" \
                     "(doorbells off? see $logdir/progress.2x2.err)"
-            elif [ "$n1" -ge 10 ] && [ $((n2 - n1)) -ge 10 ]; then
+            elif [ "$n1" -ge 5 ] && [ $((n2 - n1)) -ge 5 ]; then
                 pass "progress.2x2: rank $r's sleeps for its local peer ended by the doorbell" \
                     "($n1 times waiting itself, $((n2 - n1)) in the progress thread)"
             else
                 fail "progress.2x2: rank $r's sleeps ended by the doorbell $n1 times waiting itself," \
-                    "$((n2 - n1)) in the progress thread: not >= 10 each for 20 late sends"
+                    "$((n2 - n1)) in the progress thread: not >= 5 each for 20 late sends"
             fi
         done
     fi
