@@ -13,6 +13,7 @@
 #include "model.h"
 #include "../core/log.h"
 #include "../core/topo.h"
+#include "../core/transport.h"
 
 void xc_model_params_default(xc_model_params_t *p)
 {
@@ -36,7 +37,7 @@ void xc_model_params_default(xc_model_params_t *p)
     p->dram = 1;
     p->inter_cpu = 0;
     p->forward = 1;
-    p->split = 131072; /* the transport's default */
+    p->split = (double)XC_SPLIT_MIN_DEFAULT; /* as the transport splits */
 }
 
 int xc_model_parse_link(const char *text, xc_link_cost_t *out)

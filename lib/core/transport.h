@@ -161,4 +161,9 @@ void xc_ucx_backoff(unsigned *spin_us, unsigned *yield_us);
  * (lib/shm/shm_transport.c); with XCOLL_SHM=0 everything goes to UCX. */
 extern const xc_transport_t xc_shm_transport;
 
+/* From how many bytes its single-copy messages are split copies, unless
+ * XCOLL_SHM_SPLIT_MIN says otherwise (the cost model's params.split
+ * follows it). */
+#define XC_SPLIT_MIN_DEFAULT ((size_t)131072)
+
 #endif

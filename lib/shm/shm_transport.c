@@ -222,8 +222,8 @@ typedef struct xc_shm_comm {
     size_t seg_bytes, ring_bytes, slot_bytes, payload;
     size_t max_len;            /* longer messages go to UCX, unless CMA */
     size_t cma_min;            /* messages from here are read by CMA */
-    size_t split_min;          /* CMA sends from here offer a split copy */
-    int split_off;             /* a write failed: help no more */
+    size_t split_min;          /* CMA sends from here offer a split copy;
+                                * SIZE_MAX: none (or a write failed) */
     int cma;
     int door;                  /* every local rank can ring every other's doorbell */
     unsigned char *bounce;     /* XC_SHM_PULL_CHUNK: CMA reads to reduce */
@@ -676,8 +676,6 @@ static void pull(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r, uint64_t a
  * (ready still holds an older cookie, never this one). A piece claimed
  * is copied before its claimer does anything else, so waiting for the
  * sender's pieces waits for at most one copy by a live process. */
-#define XC_SHM_SPLIT_MIN_DEFAULT ((size_t)131072)
-
 typedef struct xc_shm_split {
     uint64_t rbuf;
     _Atomic uint64_t ready;
@@ -724,7 +722,9 @@ static uint32_t split_offer(xc_shm_comm_t *c, xc_shm_peer_t *p, xc_shm_req_t *r)
     p->split_busy |= 1u << i;
     p->split_busy_cookie[i] = r->cookie;
     r->split_desc = d;
-    return (uint32_t)split_piece_for(r->len);
+    r->split_piece = split_piece_for(r->len);
+    r->split_pieces = (r->len + r->split_piece - 1) / r->split_piece;
+    return (uint32_t)r->split_piece;
 }
 
 /* The sender: the ACK of cookie came (or the send was cancelled and its
@@ -734,6 +734,25 @@ static void split_release(xc_shm_peer_t *p, uint64_t cookie)
     unsigned i = (unsigned)(cookie % XC_SHM_SPLITS);
     if ((p->split_busy & (1u << i)) && p->split_busy_cookie[i] == cookie)
         p->split_busy &= ~(1u << i);
+}
+
+/* Piece i of r's message: its offset, and its length. */
+static uint64_t split_piece_len(const xc_shm_req_t *r, uint64_t i, uint64_t *off)
+{
+    *off = i * r->split_piece;
+    return r->len - *off < r->split_piece ? r->len - *off : r->split_piece;
+}
+
+/* The receiver reads piece i of r itself; 0, or -1 (logged, r failed). */
+static int split_read(const xc_shm_peer_t *p, xc_shm_req_t *r, uint64_t i)
+{
+    uint64_t off, n = split_piece_len(r, i, &off);
+    if (cma_read(p->pid, r->rbuf + off, r->split_addr + off, (size_t)n) == 0)
+        return 0;
+    xc_error("reading %zu bytes from rank %d (tag 0x%016llx) with process_vm_readv: %s", r->len,
+             p->rank, (unsigned long long)r->tag, strerror(errno));
+    r->split_bad = 1;
+    return -1;
 }
 
 /* The receiver may take an offer into r: not into a reducing receive,
@@ -783,22 +802,16 @@ static int split_step(xc_shm_peer_t *p, xc_shm_req_t *r)
     xc_shm_split_t *d = r->split_desc;
     uint64_t sdone, fail;
     while (r->split_upto == 0) {
-        uint64_t i = atomic_fetch_add(&d->claim, 1);
-        uint64_t off = i * r->split_piece, n;
+        uint64_t i = atomic_fetch_add(&d->claim, 1), off;
         if (i >= r->split_pieces) {
             r->split_upto = r->len;
             break;
         }
         if (r->split_taken >= r->len)
             return -1; /* more claims than pieces: the counter went back */
-        n = r->len - off < r->split_piece ? r->len - off : r->split_piece;
-        r->split_taken += n;
-        if (cma_read(p->pid, r->rbuf + off, r->split_addr + off, (size_t)n) != 0) {
-            xc_error("reading %zu bytes from rank %d (tag 0x%016llx) with process_vm_readv: %s",
-                     r->len, p->rank, (unsigned long long)r->tag, strerror(errno));
-            r->split_bad = 1;
+        r->split_taken += split_piece_len(r, i, &off);
+        if (split_read(p, r, i) != 0)
             r->split_upto = split_close(r);
-        }
     }
     sdone = atomic_load_explicit(&d->sdone, memory_order_acquire);
     if (r->split_taken > r->split_upto || sdone > r->split_upto - r->split_taken)
@@ -808,15 +821,9 @@ static int split_step(xc_shm_peer_t *p, xc_shm_req_t *r)
     fail = atomic_load_explicit(&d->sfail, memory_order_relaxed);
     if (fail != 0 && !r->split_bad) {
         /* the piece the sender could not write: read it here */
-        uint64_t off = (fail - 1) * r->split_piece, n;
         if (fail - 1 >= r->split_pieces)
             return -1;
-        n = r->len - off < r->split_piece ? r->len - off : r->split_piece;
-        if (cma_read(p->pid, r->rbuf + off, r->split_addr + off, (size_t)n) != 0) {
-            xc_error("reading %zu bytes from rank %d (tag 0x%016llx) with process_vm_readv: %s",
-                     r->len, p->rank, (unsigned long long)r->tag, strerror(errno));
-            r->split_bad = 1;
-        }
+        (void)split_read(p, r, fail - 1);
     }
     (void)req_unlink(&p->splits, &p->splits_last, r);
     queue_ack(p, r->cookie, (uint32_t)r->split_bad, r,
@@ -840,7 +847,8 @@ static int split_steps(xc_shm_peer_t *p)
 }
 
 /* A split receive that will not complete (cancelled after a timeout, a
- * broken communicator, a communicator going away): no more claims, and
+ * broken communicator, a communicator going away; the caller takes it out
+ * of p->splits): no more claims, and
  * the sender's pieces already claimed are waited for, as it may be
  * writing into the buffer that the caller is about to take back. A piece
  * claimed is written unless its writer dies: wait while it lives, up to
@@ -859,7 +867,6 @@ static void split_revoke(xc_shm_peer_t *p, xc_shm_req_t *r)
         xc_error("rank %d did not finish writing its part of a cancelled receive (%llu of %llu "
                  "bytes); it may still write into that buffer", p->rank,
                  (unsigned long long)got, (unsigned long long)want);
-    (void)req_unlink(&p->splits, &p->splits_last, r);
 }
 
 /* The sender's part, whenever it progresses: writes the pieces it claims
@@ -867,41 +874,36 @@ static void split_revoke(xc_shm_peer_t *p, xc_shm_req_t *r)
 static int split_help(xc_shm_comm_t *c, xc_shm_peer_t *p)
 {
     int events = 0;
-    for (xc_shm_req_t *r = p->rndv_wait; r != NULL && !c->split_off; r = r->next) {
+    /* split_min is SIZE_MAX once a write failed: help no more either */
+    for (xc_shm_req_t *r = p->rndv_wait; r != NULL && c->split_min != SIZE_MAX; r = r->next) {
         xc_shm_split_t *d = r->split_desc;
-        uint64_t piece, pieces, rbuf;
         if (d == NULL || r->split_over || r->orphan ||
             atomic_load_explicit(&d->ready, memory_order_acquire) != r->cookie)
             continue;
         if (r->split_addr == 0)
             r->split_addr = d->rbuf;
-        rbuf = r->split_addr;
-        piece = split_piece_for(r->len);
-        pieces = (r->len + piece - 1) / piece;
         /* at most a claim per piece: a counter that goes back is garbage */
-        for (uint64_t tries = 0; tries <= pieces; tries++) {
-            uint64_t i = atomic_fetch_add(&d->claim, 1);
-            uint64_t off = i * piece, n;
-            if (i >= pieces) {
-                r->split_over = 1;
+        for (uint64_t tries = 0; tries <= r->split_pieces; tries++) {
+            uint64_t i = atomic_fetch_add(&d->claim, 1), off, n;
+            int failed;
+            if (i >= r->split_pieces)
                 break;
-            }
-            n = r->len - off < piece ? r->len - off : piece;
-            if (cma_copy(p->pid, (void *)(uintptr_t)(r->sbuf + off), rbuf + off, (size_t)n, 1)) {
+            n = split_piece_len(r, i, &off);
+            failed = cma_copy(p->pid, (void *)(uintptr_t)(r->sbuf + off), r->split_addr + off,
+                              (size_t)n, 1) != 0;
+            if (failed) {
                 xc_warn("shared memory: writing into rank %d with process_vm_writev failed "
                         "(%s): it reads the rest itself, and this rank offers no more split "
                         "copies on this communicator", p->rank, strerror(errno));
                 atomic_store_explicit(&d->sfail, i + 1, memory_order_relaxed);
-                c->split_off = 1;
                 c->split_min = SIZE_MAX;
-                r->split_over = 1;
             }
             atomic_fetch_add_explicit(&d->sdone, n, memory_order_release);
             events++;
-            if (r->split_over)
+            if (failed)
                 break;
         }
-        r->split_over = 1;
+        r->split_over = 1; /* all claimed, or it failed */
     }
     if (events > 0)
         wake(p);
@@ -1138,11 +1140,10 @@ static int drain_slots(xc_shm_comm_t *c, xc_shm_peer_t *p)
     for (;;) {
         xc_shm_slot_t *s = slot_at(c, p->in, p->in_tail);
         const unsigned char *payload = (const unsigned char *)(s + 1);
-        uint64_t seq;
+        uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         xc_shm_slot_t h;
         uint32_t kind, frag;
         int bad = 0;
-        seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (seq != p->in_tail + 1) {
             /* not filled yet: the slot still holds the lap before (or
              * nothing, in the first lap); anything else is garbage */
@@ -1540,7 +1541,7 @@ static int setup(xc_shm_comm_t *c, const xcoll_bootstrap_t *boot, const struct x
     /* a sender's own choice: the receiver takes an offer or reads it all */
     c->split_min = SIZE_MAX;
     if (c->cma) {
-        size_t m = env_bytes("XCOLL_SHM_SPLIT_MIN", XC_SHM_SPLIT_MIN_DEFAULT);
+        size_t m = env_bytes("XCOLL_SHM_SPLIT_MIN", XC_SPLIT_MIN_DEFAULT);
         c->split_min = m == 0 ? SIZE_MAX : m;
     }
     if (c->cma && c->max_len < SIZE_MAX && c->cma_min > c->max_len + 1)
@@ -1611,8 +1612,9 @@ static void shm_comm_fini(void *tl_comm)
             xc_shm_peer_t *p = &c->peers[i];
             /* receives still splitting (the caller's to free): no sender
              * may write into them once we are gone */
-            while (p->splits != NULL)
-                split_revoke(p, p->splits);
+            for (xc_shm_req_t *r = p->splits; r != NULL; r = r->next)
+                split_revoke(p, r);
+            p->splits = p->splits_last = NULL;
             while (p->sendq != NULL) {
                 xc_shm_req_t *r = p->sendq;
                 p->sendq = r->next;
@@ -1891,15 +1893,6 @@ static xcoll_status_t shm_irecv_reduce(void *tl_comm, int peer, uint64_t tag, vo
     return recv_routed(tl_comm, peer, tag, buf, len, red, req);
 }
 
-/* Whether r is a split copy in progress from p. */
-static int in_splits(const xc_shm_peer_t *p, const xc_shm_req_t *r)
-{
-    for (const xc_shm_req_t *x = p->splits; x != NULL; x = x->next)
-        if (x == r)
-            return 1;
-    return 0;
-}
-
 /* Unlinks r from wherever it waits in p; 1 if p held it. */
 static int forget(xc_shm_peer_t *p, const xc_shm_req_t *r)
 {
@@ -1922,7 +1915,8 @@ static void drop(xc_shm_comm_t *c, xc_shm_req_t *r)
     }
     for (int i = 0; i < c->nlocal; i++) {
         xc_shm_peer_t *p = &c->peers[i];
-        if (r->kind == REQ_RECV && r->split_desc != NULL && in_splits(p, r)) {
+        if (r->kind == REQ_RECV && r->split_desc != NULL &&
+            req_unlink(&p->splits, &p->splits_last, r)) {
             split_revoke(p, r);
             if (c->broken)
                 break;

@@ -303,16 +303,21 @@ static void check_order(void *tc, int rank, int size)
  *  - both at once, many long messages of odd lengths to one peer in
  *    flight, received in reverse order, a truncated one among them, and
  *    more of them than the ring has descriptors: every byte right. */
+static unsigned char pattern(unsigned seed, size_t i)
+{
+    return (unsigned char)(seed * 131u + i * 7u + (i >> 12));
+}
+
 static void fill(unsigned char *b, size_t len, unsigned seed)
 {
     for (size_t i = 0; i < len; i++)
-        b[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 12));
+        b[i] = pattern(seed, i);
 }
 
 static size_t first_wrong(const unsigned char *b, size_t len, unsigned seed)
 {
     for (size_t i = 0; i < len; i++)
-        if (b[i] != (unsigned char)(seed * 131u + i * 7u + (i >> 12)))
+        if (b[i] != pattern(seed, i))
             return i;
     return len;
 }
