@@ -288,9 +288,11 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
         xcmpi_call_fini(call);
         return false;
     }
+    /* the label only where it is printed: formatting it cost as much as
+     * a small call's whole work in xcoll (bench/mpi_collbench) */
     name = xcmpi_coll_name(call->coll, nonblocking);
-    comm_label(m, label, sizeof(label));
     if (status != XCOLL_OK) {
+        comm_label(m, label, sizeof(label));
         xcmpi_error("%s on %s: xcoll could not start it: %s", name, label,
                     xcoll_strerror(status));
         xcmpi_call_fini(call);
@@ -298,6 +300,7 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
         return true;
     }
     if (xcmpi_log_level >= XCMPI_LOG_INFO) {
+        comm_label(m, label, sizeof(label));
         xcmpi_describe(call, what, sizeof(what));
         xcmpi_info("served %s on %s: %s", name, label, what);
     }
@@ -314,6 +317,7 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
     }
     xcmpi_call_fini(call);
     if (status != XCOLL_OK) {
+        comm_label(m, label, sizeof(label));
         xcmpi_error("%s on %s failed in xcoll: %s", name, label, xcoll_strerror(status));
         *rc = OMPI_ERROR;
         return true;

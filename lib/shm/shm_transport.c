@@ -77,6 +77,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
@@ -170,7 +171,11 @@ typedef struct xc_shm_req {
     struct xc_shm_req *waiter; /* ACK: that receive */
 } xc_shm_req_t;
 
-/* A message that arrived before its receive. */
+/* A message that arrived before its receive. A root that runs ahead of
+ * its receivers (a loop of small bcasts) makes every message one of these:
+ * up to XC_SHM_UNEXP_INLINE bytes live in the entry, and entries are
+ * kept for reuse like requests, so a small one costs no malloc. */
+#define XC_SHM_UNEXP_INLINE 1024u
 typedef struct xc_shm_unexp {
     struct xc_shm_unexp *next;
     uint64_t tag;
@@ -180,7 +185,8 @@ typedef struct xc_shm_unexp {
     int aborted;        /* its sender abandoned it halfway */
     uint64_t addr, cookie;
     uint32_t split_piece;  /* RNDV: the sender's split offer, 0 = none */
-    unsigned char *data;
+    unsigned char *data;   /* inl, or from malloc when longer */
+    unsigned char inl[XC_SHM_UNEXP_INLINE];
 } xc_shm_unexp_t;
 
 typedef struct {
@@ -495,6 +501,46 @@ static void req_free(xc_shm_req_t *r)
     r->next = g_free_reqs;
     g_free_reqs = r;
     g_nfree_reqs++;
+}
+
+static xc_shm_unexp_t *g_free_unexp;
+static unsigned g_nfree_unexp;
+
+/* An entry for a message of len bytes, with room for them unless
+ * data_too is 0 (a rendezvous: the bytes stay with the sender); NULL
+ * when out of memory. */
+static xc_shm_unexp_t *unexp_new(size_t len, int data_too)
+{
+    xc_shm_unexp_t *u = g_free_unexp;
+    if (u != NULL) {
+        g_free_unexp = u->next;
+        g_nfree_unexp--;
+        memset(u, 0, offsetof(xc_shm_unexp_t, inl));
+    } else if ((u = malloc(sizeof(*u))) == NULL) {
+        return NULL;
+    } else {
+        memset(u, 0, offsetof(xc_shm_unexp_t, inl));
+    }
+    if (data_too && len > XC_SHM_UNEXP_INLINE && (u->data = malloc(len)) == NULL) {
+        free(u);
+        return NULL;
+    }
+    if (data_too && len <= XC_SHM_UNEXP_INLINE)
+        u->data = u->inl;
+    return u;
+}
+
+static void unexp_free(xc_shm_unexp_t *u)
+{
+    if (u->data != u->inl)
+        free(u->data);
+    if (!g_keep_reqs || g_nfree_unexp >= 128) {
+        free(u);
+        return;
+    }
+    u->next = g_free_unexp;
+    g_free_unexp = u;
+    g_nfree_unexp++;
 }
 
 static void complete(xc_shm_req_t *r, xcoll_status_t st)
@@ -1079,12 +1125,7 @@ static int arrive(xc_shm_comm_t *c, xc_shm_peer_t *p, const xc_shm_slot_t *h,
             p->cur = r;
         return 0;
     }
-    u = calloc(1, sizeof(*u));
-    if (u != NULL && kind == XC_SHM_FIRST && msg_len > 0 &&
-        (u->data = malloc((size_t)msg_len)) == NULL) {
-        free(u);
-        u = NULL;
-    }
+    u = unexp_new((size_t)msg_len, kind == XC_SHM_FIRST);
     if (u == NULL) {
         /* not the peer's fault: the slot stays until memory comes back or
          * the receive is posted */
@@ -1627,8 +1668,7 @@ static void shm_comm_fini(void *tl_comm)
             while (p->unexp != NULL) {
                 xc_shm_unexp_t *u = p->unexp;
                 p->unexp = u->next;
-                free(u->data);
-                free(u);
+                unexp_free(u);
             }
         }
     }
@@ -1821,8 +1861,7 @@ static xcoll_status_t post_recv(xc_shm_comm_t *c, xc_shm_peer_t *p, uint64_t tag
         } else {
             complete(r, st);
         }
-        free(u->data);
-        free(u);
+        unexp_free(u);
         *req = tagged(r);
         return XCOLL_OK;
     }
@@ -1832,7 +1871,7 @@ static xcoll_status_t post_recv(xc_shm_comm_t *c, xc_shm_peer_t *p, uint64_t tag
         } else {
             pull(c, p, r, u->addr, u->cookie);
         }
-        free(u);
+        unexp_free(u);
         push(c, p);
         if (r->complete && r->status == XCOLL_OK)
             req_free(r);
@@ -1855,8 +1894,7 @@ static xcoll_status_t post_recv(xc_shm_comm_t *c, xc_shm_peer_t *p, uint64_t tag
             memcpy(buf, u->data, u->arrived);
         req_free(r);
     }
-    free(u->data);
-    free(u);
+    unexp_free(u);
     return XCOLL_OK;
 }
 

@@ -233,25 +233,30 @@ static void check_ring(void *tc, int rank, int size, size_t len, int iters, uint
 static void check_order(void *tc, int rank, int size)
 {
     enum { N = 24 };
-    static const size_t lens[] = { 0, 1, 64, 8192, 8193, 20000, 70000, 300000 };
+    /* 1024 / 1025: the last kept inside an unexpected entry, the first not */
+    static const size_t lens[] = { 0, 1, 64, 1024, 1025, 8192, 8193, 20000, 70000, 300000 };
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     unsigned char *sb[N], *rb[N];
     void *r[2 * N];
     size_t len[N];
 
     for (int k = 0; k < N; k++) {
-        /* messages 2k and 2k+1 share a tag: their order must hold */
-        len[k] = lens[(k * 5) % 8];
-        sb[k] = malloc(len[k] + 1);
-        rb[k] = malloc(len[k] + 1);
-        for (size_t i = 0; i < len[k]; i++)
-            sb[k][i] = (unsigned char)(rank + 3 * k + i);
+        sb[k] = malloc(300001);
+        rb[k] = malloc(300001);
     }
-    for (int pass = 0; pass < 2; pass++) {
-        for (int k = 0; k < N; k++)
+    /* Passes 0 and 2 send everything before any receive is posted, pass 1
+     * after. Pass 2 shifts the lengths: entries that held one pass's
+     * unexpected messages (kept for reuse) hold messages of other kinds
+     * and lengths, a rendezvous's entry an eager one's and back. */
+    for (int pass = 0; pass < 3; pass++) {
+        for (int k = 0; k < N; k++) {
+            /* messages 2k and 2k+1 share a tag: their order must hold */
+            len[k] = lens[(k * 3 + (pass == 2 ? 5 : 0)) % 10];
+            for (size_t i = 0; i < len[k]; i++)
+                sb[k][i] = (unsigned char)(rank + 3 * k + i + pass);
             memset(rb[k], 0xee, len[k] + 1);
-        if (pass == 0) {
-            /* everything sent before any receive is posted */
+        }
+        if (pass != 1) {
             for (int k = 0; k < N; k++)
                 CHECK(tl->isend(tc, right, tag_of(rank, 700 + k / 2, 7), sb[k], len[k],
                                 &r[N + k]) == XCOLL_OK, "isend %d", k);
@@ -259,8 +264,7 @@ static void check_order(void *tc, int rank, int size)
                 tl->progress(tc);
             MPI_Barrier(MPI_COMM_WORLD);
         }
-        /* receives in reverse order of the tags, in order within a tag
-         * (the same length where a tag is shared, so order shows in data) */
+        /* receives in reverse order of the tags, in order within a tag */
         for (int k = N - 2; k >= 0; k -= 2) {
             CHECK(tl->irecv(tc, left, tag_of(left, 700 + k / 2, 7), rb[k], len[k], &r[k]) ==
                   XCOLL_OK, "irecv %d", k);
@@ -277,7 +281,7 @@ static void check_order(void *tc, int rank, int size)
         for (int k = 0; k < N; k++) {
             int bad = rb[k][len[k]] != 0xee;
             for (size_t i = 0; i < len[k] && !bad; i++)
-                bad = rb[k][i] != (unsigned char)(left + 3 * k + i);
+                bad = rb[k][i] != (unsigned char)(left + 3 * k + i + pass);
             CHECK(!bad, "pass %d: message %d (%zu B) from %d is wrong", pass, k, len[k], left);
         }
         MPI_Barrier(MPI_COMM_WORLD);
