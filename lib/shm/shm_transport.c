@@ -515,12 +515,11 @@ static xc_shm_unexp_t *unexp_new(size_t len, int data_too)
     if (u != NULL) {
         g_free_unexp = u->next;
         g_nfree_unexp--;
-        memset(u, 0, offsetof(xc_shm_unexp_t, inl));
     } else if ((u = malloc(sizeof(*u))) == NULL) {
         return NULL;
-    } else {
-        memset(u, 0, offsetof(xc_shm_unexp_t, inl));
     }
+    /* a kept entry's fields are another message's: all but the bytes go */
+    memset(u, 0, offsetof(xc_shm_unexp_t, inl));
     if (data_too && len > XC_SHM_UNEXP_INLINE && (u->data = malloc(len)) == NULL) {
         free(u);
         return NULL;
