@@ -23,7 +23,9 @@ Usage: bench/model_rules.py [--info PATH] [--keep DIR [--no-run]] [--ranks 64,25
   --keep: write (or, where present, reuse) the --predict tables in DIR
 Prints the rules, one entry a line, ready for xc_tune_defaults; a report of
 each choice's worst ratio goes to stderr. At 4096 ranks the schedules of
-the ring and pairwise algorithms take seconds each: a few minutes in all.
+the ring and pairwise algorithms take seconds each: on a 2-core machine
+allreduce, bcast and reduce alone took 15 minutes (2026-12-07), so keep
+the tables (--keep) and narrow with --colls.
 """
 import argparse
 import collections

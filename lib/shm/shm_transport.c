@@ -506,6 +506,19 @@ static void req_free(xc_shm_req_t *r)
 static xc_shm_unexp_t *g_free_unexp;
 static unsigned g_nfree_unexp;
 
+static void unexp_free(xc_shm_unexp_t *u)
+{
+    if (u->data != u->inl)
+        free(u->data);
+    if (!g_keep_reqs || g_nfree_unexp >= 128) {
+        free(u);
+        return;
+    }
+    u->next = g_free_unexp;
+    g_free_unexp = u;
+    g_nfree_unexp++;
+}
+
 /* An entry for a message of len bytes, with room for them unless
  * data_too is 0 (a rendezvous: the bytes stay with the sender); NULL
  * when out of memory. */
@@ -520,26 +533,17 @@ static xc_shm_unexp_t *unexp_new(size_t len, int data_too)
     }
     /* a kept entry's fields are another message's: all but the bytes go */
     memset(u, 0, offsetof(xc_shm_unexp_t, inl));
-    if (data_too && len > XC_SHM_UNEXP_INLINE && (u->data = malloc(len)) == NULL) {
-        free(u);
-        return NULL;
-    }
-    if (data_too && len <= XC_SHM_UNEXP_INLINE)
+    /* where nothing is kept (AddressSanitizer) every message gets a buffer
+     * of its own length, so a stray write past it is still reported */
+    if (data_too && len > 0 && (len > XC_SHM_UNEXP_INLINE || !g_keep_reqs)) {
+        if ((u->data = malloc(len)) == NULL) {
+            unexp_free(u); /* kept for the next try */
+            return NULL;
+        }
+    } else if (data_too) {
         u->data = u->inl;
-    return u;
-}
-
-static void unexp_free(xc_shm_unexp_t *u)
-{
-    if (u->data != u->inl)
-        free(u->data);
-    if (!g_keep_reqs || g_nfree_unexp >= 128) {
-        free(u);
-        return;
     }
-    u->next = g_free_unexp;
-    g_free_unexp = u;
-    g_nfree_unexp++;
+    return u;
 }
 
 static void complete(xc_shm_req_t *r, xcoll_status_t st)
