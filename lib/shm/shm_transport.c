@@ -464,8 +464,9 @@ static int is_shm_req(const void *req) { return ((uintptr_t)req & 1u) != 0; }
 static xc_shm_req_t *shm_req(void *req) { return (xc_shm_req_t *)((uintptr_t)req & ~(uintptr_t)1); }
 static void *tagged(xc_shm_req_t *r) { return (void *)((uintptr_t)r | 1u); }
 
-/* Requests come and go at every message: keep up to 1024 freed ones, but
- * not under AddressSanitizer, which should see every use after free. */
+/* Requests (and unexpected entries, below) come and go at every message:
+ * keep up to 1024 freed ones (128 entries), but not under
+ * AddressSanitizer, which should see every use after free. */
 #if defined(__SANITIZE_ADDRESS__)
 #define XC_SHM_ASAN 1
 #elif defined(__has_feature)

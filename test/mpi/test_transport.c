@@ -233,16 +233,19 @@ static void check_ring(void *tc, int rank, int size, size_t len, int iters, uint
 static void check_order(void *tc, int rank, int size)
 {
     enum { N = 24 };
-    /* 1024 / 1025: the last kept inside an unexpected entry, the first not */
+    /* ascending; 1024 / 1025: the last kept inside an unexpected entry, the
+     * first not */
     static const size_t lens[] = { 0, 1, 64, 1024, 1025, 8192, 8193, 20000, 70000, 300000 };
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     unsigned char *sb[N], *rb[N];
     void *r[2 * N];
     size_t len[N];
 
+    const size_t longest = lens[sizeof(lens) / sizeof(lens[0]) - 1];
     for (int k = 0; k < N; k++) {
-        sb[k] = malloc(300001);
-        rb[k] = malloc(300001);
+        /* each pass gives message k another length: room for any */
+        sb[k] = malloc(longest + 1);
+        rb[k] = malloc(longest + 1);
     }
     /* Passes 0 and 2 send everything before any receive is posted, pass 1
      * after. Pass 2 shifts the lengths: entries that held one pass's
