@@ -50,6 +50,6 @@ for line in open(sys.argv[1]):
 print(f"{'coll':15s} {'size':>8s}  {'variant':40s} {'xcoll ms':>9s} {'MPI ms':>9s} {'MPI/xcoll':>9s} runs")
 for (c, size, v), l in sorted(d.items()):
     x, m = [a for a, _ in l], [b for _, b in l]
-    print(f"{c:15s} {size >> 10:>7d}K  {v[:40]:40s} {st.median(x) / 1e3:9.2f} {st.median(m) / 1e3:9.2f}"
+    print(f"{c:15s} {size:>9d}  {v[:40]:40s} {st.median(x) / 1e3:9.2f} {st.median(m) / 1e3:9.2f}"
           f" {st.median([b / a for a, b in l]):9.2f} {len(l)}")
 PY

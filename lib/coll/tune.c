@@ -77,10 +77,17 @@ const char xc_tune_defaults[] =
     /* across nodes with few ranks each, measured on namespace nodes
      * (docs/TUNING.md, "Across nodes"): one node's choices there were
      * linear bcast (3.4-3.7x the best from 4 MiB) and pairwise alltoall
-     * (1.6-3.9x bruck to 16 KiB) */
-    "bcast@4/1-2:4m-inf:binomial|chain\n"
-    "bcast@5-8/1-4:0-8k:linear|binomial,8k-4m:binomial,4m-32m:hier|binomial,32m-inf:binomial\n"
-    "allgather@5-8/1-4:1m-inf:ring|direct\n"
+     * (1.6-3.9x bruck to 16 KiB); then (2026-12-07, "Across nodes, again")
+     * direct allgather and allreduce of small blocks send every rank's
+     * block over the link, where recursive doubling sends one message
+     * across it, and one node's binomial bcast and bruck alltoall take
+     * rounds that hier or linear do in one */
+    "bcast@4/1-2:0-4k:linear|binomial,4m-inf:hier|binomial\n"
+    "bcast@5-8/1-4:0-8k:linear|binomial,8k-4m:binomial,4m-inf:hier|binomial\n"
+    "allgather@4/1-2:0-64k:recdbl|ring,64k-inf:ring|direct\n"
+    "allgather@5-8/1-4:0-32k:recdbl|ring,1m-inf:ring|direct\n"
+    "allreduce@5-8/1-4:0-1k:recdbl|ring\n"
+    "alltoall@4/1-2:0-4k:hier|pairwise\n"
     "alltoall@5-8/1-4:0-32k:bruck|pairwise\n"
     /* modelled, from 64 ranks (above) */
     "allreduce@64-inf/1-16:0-16k:recdbl|hier,16k-64m:rabenseifner|recdbl,64m-inf:dbtree|rabenseifner\n"

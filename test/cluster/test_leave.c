@@ -112,6 +112,11 @@ int main(int argc, char **argv)
 
     xcoll_config_init(&cfg);
     cfg.timeout_s = timeout;
+    /* the warm-up's premise, every pair talks: hier, the default for
+     * small blocks at 2 nodes x 2, sends across nodes between the
+     * leaders only, so rank 0 would never have heard from rank 3 */
+    cfg.rules = "alltoall:0-inf:pairwise";
+    cfg.rules_source = "test_leave";
     if (xcoll_comm_create_mpi(MPI_COMM_WORLD, &cfg, &comm) != XCOLL_OK) {
         fprintf(stderr, "test_leave r%d: FAIL: xcoll_comm_create_mpi\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 1);

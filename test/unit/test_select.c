@@ -56,10 +56,12 @@ static void expect_choice(const xc_tune_t *t, xc_coll_t coll, int nranks, int pe
 /* on one node */
 #define EXPECT(t, coll, n, bytes, want) expect_choice(t, coll, n, n, bytes, want, __LINE__)
 
-/* The measured rules across nodes (docs/TUNING.md, "Across nodes") in
- * the default table t: a job of few ranks per node never gets one node's
- * linear bcast for large messages nor pairwise alltoall for small ones,
- * while one node keeps them. */
+/* The measured rules across nodes (docs/TUNING.md, "Across nodes" and
+ * "Across nodes, again") in the default table t: a job of few ranks per
+ * node never gets one node's linear bcast for large messages, pairwise
+ * alltoall for small ones, nor direct allgather or allreduce for small
+ * blocks, while one node keeps them. The first candidate: where it
+ * declines (hier with one rank a node) the rule's next one serves. */
 static void test_across_nodes(const xc_tune_t *t)
 {
     static const struct {
@@ -69,21 +71,33 @@ static void test_across_nodes(const xc_tune_t *t)
         const char *want;
     } cases[] = {
         {XC_COLL_BCAST, 8, 2, 4 << 20, "hier"},       /* 4 nodes x 2 */
-        {XC_COLL_BCAST, 8, 4, 64 << 20, "binomial"},  /* 2 nodes x 4 */
+        {XC_COLL_BCAST, 8, 4, 64 << 20, "hier"},      /* 2 nodes x 4 */
+        {XC_COLL_BCAST, 8, 2, 1 << 20, "binomial"},
         {XC_COLL_BCAST, 8, 2, 1024, "linear"},
         {XC_COLL_BCAST, 8, 8, 4 << 20, "linear"},     /* one node: its own rule */
-        {XC_COLL_BCAST, 4, 2, 4 << 20, "binomial"},   /* 2 nodes x 2 */
+        {XC_COLL_BCAST, 4, 2, 4 << 20, "hier"},       /* 2 nodes x 2 */
+        {XC_COLL_BCAST, 4, 2, 1024, "linear"},
+        {XC_COLL_BCAST, 4, 4, 1024, "binomial"},      /* one node */
         {XC_COLL_BCAST, 4, 4, 4 << 20, "chain"},      /* one node */
         {XC_COLL_ALLGATHER, 8, 2, 4 << 20, "ring"},
         {XC_COLL_ALLGATHER, 8, 8, 4 << 20, "direct"},
+        {XC_COLL_ALLGATHER, 8, 2, 1024, "recdbl"},
+        {XC_COLL_ALLGATHER, 8, 4, 16384, "recdbl"},   /* 2 nodes x 4 */
+        {XC_COLL_ALLGATHER, 8, 2, 64 << 10, "direct"}, /* between the rules */
+        {XC_COLL_ALLGATHER, 8, 8, 1024, "direct"},
+        {XC_COLL_ALLGATHER, 4, 2, 1024, "recdbl"},    /* 2 nodes x 2 */
+        {XC_COLL_ALLGATHER, 4, 2, 1 << 20, "ring"},
+        {XC_COLL_ALLGATHER, 4, 4, 1 << 20, "direct"}, /* one node */
         {XC_COLL_ALLTOALL, 8, 2, 16384, "bruck"},
         {XC_COLL_ALLTOALL, 8, 8, 16384, "pairwise"},
         {XC_COLL_ALLTOALL, 8, 2, 65536, "pairwise"},
         /* small alltoall: pairwise at 2 ranks anywhere and on one node of 3-8,
-         * bruck across nodes */
+         * hier at 2 nodes x 2 (pairwise where every node has one rank:
+         * hier declines), bruck across more nodes */
         {XC_COLL_ALLTOALL, 4, 4, 512, "pairwise"},
         {XC_COLL_ALLTOALL, 2, 2, 8, "pairwise"},
-        {XC_COLL_ALLTOALL, 4, 2, 512, "bruck"},       /* 2 nodes x 2 */
+        {XC_COLL_ALLTOALL, 4, 2, 512, "hier"},        /* 2 nodes x 2 */
+        {XC_COLL_ALLTOALL, 4, 2, 16384, "pairwise"},
         {XC_COLL_ALLTOALL, 2, 1, 512, "pairwise"},    /* 2 nodes x 1 */
         {XC_COLL_ALLTOALL, 8, 5, 512, "bruck"},       /* 5 + 3 */
         {XC_COLL_ALLTOALL, 16, 16, 512, "bruck"},     /* not measured */
@@ -103,6 +117,8 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_ALLREDUCE, 8, 4, 128 << 10, "hier2d"},     /* 2 nodes x 4 */
         {XC_COLL_ALLREDUCE, 6, 2, 256 << 10, "hier2d"},     /* 3 nodes x 2 */
         {XC_COLL_ALLREDUCE, 8, 2, 64 << 10, "dbtree"},      /* below it */
+        {XC_COLL_ALLREDUCE, 8, 2, 256, "recdbl"},           /* small blocks */
+        {XC_COLL_ALLREDUCE, 8, 8, 256, "direct"},           /* one node */
         {XC_COLL_ALLREDUCE, 8, 8, 512 << 10, "rabenseifner"}, /* one node */
         {XC_COLL_ALLREDUCE, 8, 5, 512 << 10, "rabenseifner"}, /* 5 + 3: not measured */
         {XC_COLL_ALLREDUCE, 32, 4, 256 << 10, "hier2d"},
