@@ -47,7 +47,7 @@ for line in open(sys.argv[1]):
     v, rest = line.rstrip("\n").split(";", 1)
     f = rest.split(",")
     d[(f[0], int(f[2]), v)].append((float(f[7]), float(f[19])))
-print(f"{'coll':15s} {'size':>8s}  {'variant':40s} {'xcoll ms':>9s} {'MPI ms':>9s} {'MPI/xcoll':>9s} runs")
+print(f"{'coll':15s} {'size':>9s}  {'variant':40s} {'xcoll ms':>9s} {'MPI ms':>9s} {'MPI/xcoll':>9s} runs")
 for (c, size, v), l in sorted(d.items()):
     x, m = [a for a, _ in l], [b for _, b in l]
     print(f"{c:15s} {size:>9d}  {v[:40]:40s} {st.median(x) / 1e3:9.2f} {st.median(m) / 1e3:9.2f}"

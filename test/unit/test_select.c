@@ -57,11 +57,13 @@ static void expect_choice(const xc_tune_t *t, xc_coll_t coll, int nranks, int pe
 #define EXPECT(t, coll, n, bytes, want) expect_choice(t, coll, n, n, bytes, want, __LINE__)
 
 /* The measured rules across nodes (docs/TUNING.md, "Across nodes" and
- * "Across nodes, again") in the default table t: a job of few ranks per
- * node never gets one node's linear bcast for large messages, pairwise
- * alltoall for small ones, nor direct allgather or allreduce for small
- * blocks, while one node keeps them. The first candidate: where it
- * declines (hier with one rank a node) the rule's next one serves. */
+ * "Across nodes, again") in the default table t, at the node shapes
+ * measured (2 and 4 nodes of 2 ranks, 2 of 4): no one node's linear bcast
+ * for large messages, pairwise alltoall or direct allgather and allreduce
+ * for small blocks there, while one node keeps them. Sizes are what a
+ * rule matches: per block for allgather and alltoall. The first
+ * candidate; where it declines (hier with one rank a node) the rule's
+ * next one serves. */
 static void test_across_nodes(const xc_tune_t *t)
 {
     static const struct {
@@ -80,15 +82,18 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_BCAST, 4, 4, 1024, "binomial"},      /* one node */
         {XC_COLL_BCAST, 4, 4, 4 << 20, "chain"},      /* one node */
         {XC_COLL_ALLGATHER, 8, 2, 4 << 20, "ring"},
+        {XC_COLL_ALLGATHER, 8, 2, 512 << 10, "ring"},  /* 4 MiB gathered */
+        {XC_COLL_ALLGATHER, 8, 2, 128 << 10, "direct"}, /* 1 MiB gathered */
         {XC_COLL_ALLGATHER, 8, 8, 4 << 20, "direct"},
         {XC_COLL_ALLGATHER, 8, 2, 1024, "recdbl"},
-        {XC_COLL_ALLGATHER, 8, 4, 16384, "recdbl"},   /* 2 nodes x 4 */
-        {XC_COLL_ALLGATHER, 8, 2, 64 << 10, "direct"}, /* between the rules */
+        {XC_COLL_ALLGATHER, 8, 4, 4096, "recdbl"},    /* 2 nodes x 4 */
+        {XC_COLL_ALLGATHER, 8, 2, 8192, "direct"},    /* between the rules */
         {XC_COLL_ALLGATHER, 8, 8, 1024, "direct"},
         {XC_COLL_ALLGATHER, 4, 2, 1024, "recdbl"},    /* 2 nodes x 2 */
         {XC_COLL_ALLGATHER, 4, 2, 1 << 20, "ring"},
         {XC_COLL_ALLGATHER, 4, 4, 1 << 20, "direct"}, /* one node */
-        {XC_COLL_ALLTOALL, 8, 2, 16384, "bruck"},
+        {XC_COLL_ALLTOALL, 8, 2, 4096, "bruck"},
+        {XC_COLL_ALLTOALL, 8, 2, 8192, "pairwise"},
         {XC_COLL_ALLTOALL, 8, 8, 16384, "pairwise"},
         {XC_COLL_ALLTOALL, 8, 2, 65536, "pairwise"},
         /* small alltoall: pairwise at 2 ranks anywhere and on one node of 3-8,
