@@ -78,8 +78,8 @@ const char xc_tune_defaults[] =
      * (docs/TUNING.md, "Across nodes"): one node's choices there were
      * linear bcast (3.4-3.7x the best from 4 MiB) and pairwise alltoall
      * (1.6-3.9x bruck to 16 KiB); then (2026-12-07, "Across nodes, again")
-     * direct allgather and allreduce of small blocks send a rank's block
-     * to every rank of every other node, where recursive doubling sends
+     * direct allgather, allreduce and reduce_scatter of small blocks
+     * send a rank's block to every rank of every other node, where recursive doubling sends
      * one message across per step; and at 2 x 2 linear bcast and hier
      * alltoall beat binomial's two rounds and bruck's or pairwise's
      * messages across the link. Sizes are per block for allgather and
@@ -91,6 +91,7 @@ const char xc_tune_defaults[] =
     "allreduce@5-8/1-4:0-1k:recdbl|ring\n"
     "alltoall@4/1-2:0-4k:hier|pairwise\n"
     "alltoall@5-8/1-4:0-8k:bruck|pairwise\n"
+    "reduce_scatter@5-8/1-4:0-4k:rechalving|ring\n"
     /* modelled, from 64 ranks (above) */
     "allreduce@64-inf/1-16:0-16k:recdbl|hier,16k-64m:rabenseifner|recdbl,64m-inf:dbtree|rabenseifner\n"
     "allreduce@64-255/17-inf:0-16k:recdbl|rabenseifner,16k-inf:rabenseifner|recdbl\n"

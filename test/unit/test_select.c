@@ -59,8 +59,8 @@ static void expect_choice(const xc_tune_t *t, xc_coll_t coll, int nranks, int pe
 /* The measured rules across nodes (docs/TUNING.md, "Across nodes" and
  * "Across nodes, again") in the default table t, at the node shapes
  * measured (2 and 4 nodes of 2 ranks, 2 of 4): no one node's linear bcast
- * for large messages, pairwise alltoall or direct allgather and allreduce
- * for small blocks there, while one node keeps them. Sizes are what a
+ * for large messages, pairwise alltoall or direct allgather, allreduce
+ * and reduce_scatter for small blocks there, while one node keeps them. Sizes are what a
  * rule matches: per block for allgather and alltoall. The first
  * candidate; where it declines (hier with one rank a node) the rule's
  * next one serves. */
@@ -124,6 +124,10 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_ALLREDUCE, 8, 2, 64 << 10, "dbtree"},      /* below it */
         {XC_COLL_ALLREDUCE, 8, 2, 256, "recdbl"},           /* small blocks */
         {XC_COLL_ALLREDUCE, 8, 8, 256, "direct"},           /* one node */
+        {XC_COLL_REDUCE_SCATTER, 8, 2, 2048, "rechalving"}, /* 16 KiB in */
+        {XC_COLL_REDUCE_SCATTER, 8, 4, 8, "rechalving"},    /* 2 nodes x 4 */
+        {XC_COLL_REDUCE_SCATTER, 8, 2, 8192, "direct"},     /* 64 KiB in */
+        {XC_COLL_REDUCE_SCATTER, 8, 8, 2048, "direct"},     /* one node */
         {XC_COLL_ALLREDUCE, 8, 8, 512 << 10, "rabenseifner"}, /* one node */
         {XC_COLL_ALLREDUCE, 8, 5, 512 << 10, "rabenseifner"}, /* 5 + 3: not measured */
         {XC_COLL_ALLREDUCE, 32, 4, 256 << 10, "hier2d"},
