@@ -79,11 +79,12 @@ const char xc_tune_defaults[] =
      * linear bcast (3.4-3.7x the best from 4 MiB) and pairwise alltoall
      * (1.6-3.9x bruck to 16 KiB); then (2026-12-07, "Across nodes, again")
      * direct allgather, allreduce and reduce_scatter of small blocks
-     * send a rank's block to every rank of every other node, where recursive doubling sends
-     * one message across per step; and at 2 x 2 linear bcast and hier
-     * alltoall beat binomial's two rounds and bruck's or pairwise's
-     * messages across the link. Sizes are per block for allgather and
-     * alltoall (a quarter or an eighth of xcoll-perf's size here). */
+     * send a rank's block to every rank of every other node, where
+     * recursive doubling or halving sends one message across per step;
+     * and at 2 x 2 linear bcast and hier alltoall beat binomial's two
+     * rounds and bruck's or pairwise's messages across the link. Sizes
+     * are per block for allgather, alltoall and reduce_scatter (a quarter
+     * or an eighth of xcoll-perf's size here). */
     "bcast@4/1-2:0-4k:linear|binomial,4m-inf:hier|binomial\n"
     "bcast@5-8/1-4:0-8k:linear|binomial,8k-4m:binomial,4m-inf:hier|binomial\n"
     "allgather@4/1-2:0-64k:recdbl|ring,64k-inf:ring|direct\n"

@@ -60,10 +60,10 @@ static void expect_choice(const xc_tune_t *t, xc_coll_t coll, int nranks, int pe
  * "Across nodes, again") in the default table t, at the node shapes
  * measured (2 and 4 nodes of 2 ranks, 2 of 4): no one node's linear bcast
  * for large messages, pairwise alltoall or direct allgather, allreduce
- * and reduce_scatter for small blocks there, while one node keeps them. Sizes are what a
- * rule matches: per block for allgather and alltoall. The first
- * candidate; where it declines (hier with one rank a node) the rule's
- * next one serves. */
+ * and reduce_scatter for small blocks there, while one node keeps them.
+ * Sizes are what a rule matches: per block for allgather, alltoall and
+ * reduce_scatter. The first candidate; where it declines (hier with one
+ * rank a node) the rule's next one serves. */
 static void test_across_nodes(const xc_tune_t *t)
 {
     static const struct {
