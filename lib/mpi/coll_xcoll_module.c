@@ -271,6 +271,10 @@ static bool serve(mca_coll_xcoll_module_t *m, xcmpi_call_t *call, const char *wh
         *rc = OMPI_ERR_OUT_OF_RESOURCE;
         return true;
     }
+    if (why == NULL && m->state == XCOLL_OMPI_COMM_NONE && nonblocking) {
+        why = XCMPI_NOT_YET;
+        call->permanent = 0; /* a blocking call may make one later */
+    }
     if (why == NULL && m->state == XCOLL_OMPI_COMM_NONE)
         comm_create(m);
     if (why == NULL && m->state != XCOLL_OMPI_COMM_READY)

@@ -270,6 +270,16 @@ xcoll_status_t xcmpi_start(xcmpi_call_t *call, xcoll_comm_t comm, xcoll_request_
 /* "1024 x int32 sum, root 2" for the served-call log line. */
 void xcmpi_describe(const xcmpi_call_t *call, char *buf, size_t len);
 
+/* The passed-back reason for a nonblocking call on a communicator that
+ * has no xcoll communicator yet. Making one takes collective steps that
+ * block until every rank joins, and a nonblocking call must not block:
+ * ranks may start nonblocking collectives on two communicators in
+ * opposite orders (MPI_Comm_idup does, inside Open MPI), and each would
+ * wait in the other's. So only a blocking call makes one. The verdict
+ * agrees on every rank: the communicator's state changes only at its
+ * collective calls, which every rank makes in the same order. */
+#define XCMPI_NOT_YET "no xcoll communicator yet (made at the first blocking call xcoll serves here)"
+
 /* The passed-back reason for XCOLL_DECLINED. */
 #define XCMPI_MPI_FASTER "MPI measured faster (drop-in selection rules; XCOLL_LOG=info in xcoll shows the rule)"
 

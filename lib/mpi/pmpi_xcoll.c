@@ -223,6 +223,9 @@ static int delete_comm_state(MPI_Comm comm, int keyval, void *attr, void *extra)
 
 typedef int (*progress_cb_t)(void);
 static int (*progress_unregister)(progress_cb_t);
+/* Open MPI's progress engine is there (whether or not the hook took):
+ * the same on every rank, so the bootstrap may go by it (comm_create) */
+static int g_ompi;
 
 static int progress_hook(void)
 {
@@ -245,6 +248,7 @@ static void hook_progress(void)
     int (*reg)(progress_cb_t) = (int (*)(progress_cb_t))dlsym(RTLD_DEFAULT,
                                                               "opal_progress_register");
     progress_unregister = (int (*)(progress_cb_t))dlsym(RTLD_DEFAULT, "opal_progress_unregister");
+    g_ompi = reg != NULL;
     if (reg == NULL || progress_unregister == NULL || reg(progress_hook) != 0) {
         progress_unregister = NULL;
         xcmpi_debug("no opal_progress to register with: only the intercepted calls move "
@@ -347,19 +351,41 @@ static inline pmpi_comm_t *comm_state(MPI_Comm comm)
     return comm_state_lookup(comm);
 }
 
+/* The bootstrap's collectives, through PMPI_ (MPI_Allgather would come
+ * back here). Under Open MPI blocking ones: its nonblocking collectives
+ * (libnbc) match by a count per communicator, and an MPI_Comm_idup of
+ * this communicator still in flight starts its rounds there at times that
+ * differ between ranks, so an Iallgather could meet one of them
+ * (MPI_ERR_TRUNCATE, then a crash; MPICH's comm tests found it); the
+ * progress hook keeps xcoll requests of other communicators moving
+ * meanwhile, as a peer may wait for them before it joins. Without the
+ * hook (MPICH) nonblocking ones, waited for by a loop that moves them.
+ * By the MPI library, never by local state: blocking and nonblocking
+ * collectives do not match each other. */
 static int bootstrap_allgather(const void *sendbuf, void *recvbuf, size_t bytes, void *ctx)
 {
     pmpi_comm_t *c = ctx;
     MPI_Request request;
     if (bytes > (size_t)INT_MAX)
         return -1;
-    /* PMPI_: MPI_Allgather would come back here. Nonblocking, so that xcoll
-     * requests pending on other communicators keep moving: a peer may wait
-     * for them before it joins. Always so, never by local state: blocking
-     * and nonblocking collectives do not match each other. */
+    if (g_ompi)
+        return PMPI_Allgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes, MPI_BYTE,
+                              c->comm) == MPI_SUCCESS ? 0 : -1;
     return finish_blocking(PMPI_Iallgather(sendbuf, (int)bytes, MPI_BYTE, recvbuf, (int)bytes,
                                            MPI_BYTE, c->comm, &request),
                            &request) == MPI_SUCCESS ? 0 : -1;
+}
+
+/* *all_ok = the minimum of ok over the ranks (0 if MPI fails), as the
+ * bootstrap talks (bootstrap_allgather). */
+static void agree(pmpi_comm_t *c, int ok, int *all_ok)
+{
+    MPI_Request request;
+    int rc = g_ompi ? PMPI_Allreduce(&ok, all_ok, 1, MPI_INT, MPI_MIN, c->comm)
+                    : finish_blocking(PMPI_Iallreduce(&ok, all_ok, 1, MPI_INT, MPI_MIN, c->comm,
+                                                      &request), &request);
+    if (rc != MPI_SUCCESS)
+        *all_ok = 0;
 }
 
 /* Collective: every rank learns whether all succeeded, so that none
@@ -371,7 +397,6 @@ static void comm_create(pmpi_comm_t *c)
     xcoll_bootstrap_t boot;
     xcoll_config_t cfg;
     xcoll_status_t status;
-    MPI_Request request;
     char *rules = NULL;
     int ok, all_ok = 0, rules_ok;
     PMPI_Comm_rank(c->comm, &boot.rank);
@@ -387,9 +412,7 @@ static void comm_create(pmpi_comm_t *c)
     status = xcoll_comm_create(&boot, &cfg, &c->xcomm);
     free(rules);
     ok = status == XCOLL_OK;
-    if (finish_blocking(PMPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm, &request),
-                        &request) != MPI_SUCCESS)
-        all_ok = 0;
+    agree(c, ok, &all_ok);
     if (all_ok) {
         c->state = PCOMM_READY;
         xcmpi_debug("xcoll communicator created for %s", c->label);
@@ -423,6 +446,10 @@ static xcoll_status_t start(pmpi_comm_t *c, xcmpi_call_t *call, int nonblocking,
         why = c->declined;
     if (why == NULL && !(pm.mask & XCMPI_BIT(call->coll, nonblocking)))
         why = "not in XCOLL_MPI_COLLS";
+    if (why == NULL && c->state == PCOMM_NONE && nonblocking) {
+        why = XCMPI_NOT_YET;
+        call->permanent = 0; /* a blocking call may make one later */
+    }
     if (why == NULL && c->state == PCOMM_NONE)
         comm_create(c);
     if (why == NULL && c->state != PCOMM_READY)

@@ -37,7 +37,7 @@ COMPONENT_DIR=${XCOLL_COMPONENT_DIR:-$top_builddir/lib/mpi/components}
 PMPI_LIB=${XCOLL_PMPI_LIB:-$top_builddir/lib/mpi/.libs/libxcoll_mpi.so}
 MPICH_PMPI_LIB=${XCOLL_MPICH_PMPI_LIB:-$top_builddir/lib/mpi/.libs/libxcoll_mpich.so}
 LIBDIR=${XCOLL_LIBDIR:-$top_builddir/lib/.libs}
-PROGS="spec_types spec_reduce spec_nonblocking spec_progress spec_vcoll"
+PROGS="spec_types spec_reduce spec_nonblocking spec_progress spec_vcoll spec_order"
 
 for p in $PROGS; do
     if [ ! -x "$top_builddir/test/dropin/$p" ]; then
@@ -221,7 +221,7 @@ if [ -z "${MPICH_MPIEXEC:-}" ] || [ ! -f "$MPICH_PMPI_LIB" ] ||
 else
     # spec_progress is left out: MPICH has no hook for a PMPI library to
     # progress from inside MPI's own blocking calls (lib/mpi/README.md)
-    for p in spec_types spec_reduce spec_nonblocking spec_vcoll; do
+    for p in spec_types spec_reduce spec_nonblocking spec_vcoll spec_order; do
         for preload in "" "$MPICH_PMPI_LIB"; do
             what=${preload:+"with libxcoll_mpich"}
             passed=""

@@ -710,6 +710,11 @@ int main(int argc, char **argv)
     spec_init(&argc, &argv, "spec_nonblocking");
     SPEC_MPI(MPI_Op_create(user_max, 1, &op_max));
     SPEC_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    /* A drop-in may set a communicator up only in a blocking call (a
+     * nonblocking one must not wait for the other ranks: spec_order), so
+     * one blocking call on each lets it serve the batches below. */
+    SPEC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    SPEC_MPI(MPI_Barrier(dup));
     for (round = 0; round < rounds; round++) {
         /* a batch on the world, then one on a dup, both outstanding */
         comm = round % 2 ? dup : MPI_COMM_WORLD;
