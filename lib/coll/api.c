@@ -204,13 +204,15 @@ static xcoll_status_t bind_shape(xc_cached_sched_t *cs, build_ctx_t *b)
 
 /* Schedules are cached per (collective, shape): rank and size are fixed
  * per communicator, buffers are bound at post time. */
+static xcoll_status_t post_found(xcoll_comm_t comm, const call_t *c, xc_cached_sched_t *cs,
+                                 xcoll_request_t *req);
+
 static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_request_t *req)
 {
     build_ctx_t b;
     xc_cached_sched_t *cs;
     uint64_t key[4];
     xcoll_status_t rc;
-    xc_request_bufs_t bufs;
 
     /* The selection table is fixed for the communicator's life, so the
      * choice is a function of the key below and may be cached with it.
@@ -263,6 +265,18 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
     }
     if (b.built)
         memcpy(cs->why, b.why, sizeof(cs->why));
+    if (!cs->declined && !c->by_shape && c->nvec == 0 && c->send_layout == NULL &&
+        c->recv_layout == NULL && c->stream == NULL && c->post_bytes == 0 &&
+        comm->cache[comm->cache_last] == cs) {
+        comm->express.cs = cs;
+        comm->express.slot = comm->cache_last;
+        comm->express.coll = (int)c->coll;
+        comm->express.count = c->count;
+        comm->express.dtype = c->dtype;
+        comm->express.op = c->op;
+        comm->express.root = c->root;
+        comm->express.in_place = c->in_place;
+    }
     if (cs->declined) {
         /* every rank declines the same calls, so no sequence number is used */
         xc_info("%s, count %zu %s %s, root %d: handed back to the caller (%s)",
@@ -271,6 +285,15 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
         xc_sched_release(cs);
         return XCOLL_DECLINED;
     }
+    return post_found(comm, c, cs, req);
+}
+
+/* A call with its schedule in hand (a reference taken for it): posted.
+ * Reads c's shape, buffers, layouts, move and stream only (express). */
+static xcoll_status_t post_found(xcoll_comm_t comm, const call_t *c, xc_cached_sched_t *cs,
+                                 xcoll_request_t *req)
+{
+    xc_request_bufs_t bufs;
     xc_info("%s seq %u: %s, count %zu %s %s, root %d%s%s (%s)", xc_coll_name(c->coll), comm->seq,
             cs->sched.algo, c->count, xcoll_dtype_name(c->dtype), xcoll_op_name(c->op), c->root,
             c->in_place ? ", in place" : "",
@@ -387,6 +410,58 @@ static xcoll_status_t check_call(const xcoll_args_t *g, xcoll_comm_t comm, xcoll
     return XCOLL_OK;
 }
 
+/* The express lane. A loop calls one shape again and again, and every
+ * such call would check its arguments, make its cache key and find the
+ * schedule the same way the last call did. A call whose shape (collective,
+ * count, type, operator, root, in place or not) is the last plain call's
+ * on its communicator (no layouts, stream or vectors: post_locked says
+ * which) needs only what can differ: the communicator still usable, the
+ * request pointer and its buffers. XC_NOT_EXPRESS: take the full path
+ * (which then reports any error). send is NULL in place. */
+#define XC_NOT_EXPRESS XCOLL_INPROGRESS
+
+static xcoll_status_t express(xcoll_comm_t comm, xc_coll_t coll, const xcoll_args_t *g,
+                              xcoll_op_t op, int root, int in_place, const void *send, void *recv,
+                              xcoll_request_t *req, const char *what)
+{
+    xc_cached_sched_t *cs;
+    xcoll_status_t rc;
+    call_t c;
+    int locked;
+    if (g->stream != NULL || g->send_layout != NULL || g->recv_layout != NULL || req == NULL ||
+        !xc_comm_usable(comm))
+        return XC_NOT_EXPRESS;
+    locked = xc_lock();
+    cs = comm->express.cs;
+    if (cs == NULL || comm->express.coll != (int)coll || comm->express.count != g->count ||
+        comm->express.dtype != g->dtype || comm->express.op != op ||
+        comm->express.root != root || comm->express.in_place != in_place) {
+        xc_unlock(locked);
+        return XC_NOT_EXPRESS;
+    }
+    /* as xc_comm_get_sched's hit */
+    cs->last_use = ++comm->cache_clock;
+    cs->refs++;
+    comm->cache_last = comm->express.slot;
+    /* what post_found reads, and no more: clearing all of c cost a tenth
+     * of this lane */
+    c.what = what;
+    c.coll = coll;
+    c.count = g->count;
+    c.dtype = g->dtype;
+    c.op = op;
+    c.root = root;
+    c.in_place = in_place;
+    c.sendbuf = send;
+    c.recvbuf = recv;
+    c.send_layout = c.recv_layout = NULL;
+    c.post_src = c.post_bytes = 0;
+    c.stream = NULL;
+    rc = post_found(comm, &c, cs, req);
+    xc_unlock(locked);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- allreduce */
 
 static xcoll_status_t start_allreduce(const xcoll_args_t *g, xcoll_comm_t comm,
@@ -395,6 +470,12 @@ static xcoll_status_t start_allreduce(const xcoll_args_t *g, xcoll_comm_t comm,
     size_t bytes, total;
     xcoll_status_t rc;
     call_t c;
+    const int same = IN_PLACE(g->sendbuf) || g->sendbuf == g->recvbuf;
+    /* buffers the full path takes (check_buf): a NULL one goes there to fail */
+    if (g->recvbuf != NULL && g->sendbuf != NULL &&
+        (rc = express(comm, XC_COLL_ALLREDUCE, g, g->op, 0, same, same ? NULL : g->sendbuf,
+                      g->recvbuf, req, what)) != XC_NOT_EXPRESS)
+        return rc;
     memset(&c, 0, sizeof(c));
     if ((rc = check_call(g, comm, req, what, 1, 0, &bytes, &total)) != XCOLL_OK)
         return rc;
@@ -414,6 +495,10 @@ static xcoll_status_t start_bcast(const xcoll_args_t *g, xcoll_comm_t comm, xcol
     size_t bytes, total;
     xcoll_status_t rc;
     call_t c;
+    if (g->recvbuf != NULL &&
+        (rc = express(comm, XC_COLL_BCAST, g, XCOLL_SUM, g->root, 0, NULL, g->recvbuf, req,
+                      what)) != XC_NOT_EXPRESS)
+        return rc;
     memset(&c, 0, sizeof(c));
     if ((rc = check_call(g, comm, req, what, 0, 1, &bytes, &total)) != XCOLL_OK ||
         (rc = take_recv(&c, g, what, "buf", bytes)) != XCOLL_OK)
@@ -431,6 +516,15 @@ static xcoll_status_t start_reduce(const xcoll_args_t *g, xcoll_comm_t comm,
     size_t bytes, total;
     xcoll_status_t rc;
     call_t c;
+    if (g->sendbuf != NULL && xc_comm_usable(comm)) {
+        const int root = comm->rank == g->root;
+        const int same = root && (IN_PLACE(g->sendbuf) || g->sendbuf == g->recvbuf);
+        if ((root ? g->recvbuf != NULL : !IN_PLACE(g->sendbuf)) &&
+            (rc = express(comm, XC_COLL_REDUCE, g, g->op, g->root, same,
+                          same ? NULL : g->sendbuf, root ? g->recvbuf : NULL, req, what)) !=
+                XC_NOT_EXPRESS)
+            return rc;
+    }
     memset(&c, 0, sizeof(c));
     if ((rc = check_call(g, comm, req, what, 1, 1, &bytes, &total)) != XCOLL_OK)
         return rc;
@@ -457,6 +551,16 @@ static xcoll_status_t start_allgather(const xcoll_args_t *g, xcoll_comm_t comm,
     size_t bytes, total;
     xcoll_status_t rc;
     call_t c;
+    if (g->recvbuf != NULL && g->sendbuf != NULL && xc_dtype_valid(g->dtype) &&
+        xc_comm_usable(comm)) {
+        /* the count is the express shape's, whose bytes did not overflow */
+        const int same = IN_PLACE(g->sendbuf) ||
+                         g->sendbuf == (char *)g->recvbuf +
+                                           (size_t)comm->rank * g->count * xcoll_dtype_size(g->dtype);
+        if ((rc = express(comm, XC_COLL_ALLGATHER, g, XCOLL_SUM, 0, same,
+                          same ? NULL : g->sendbuf, g->recvbuf, req, what)) != XC_NOT_EXPRESS)
+            return rc;
+    }
     memset(&c, 0, sizeof(c));
     if ((rc = check_call(g, comm, req, what, 0, 0, &bytes, &total)) != XCOLL_OK ||
         (rc = take_recv(&c, g, what, "recvbuf", total)) != XCOLL_OK)
@@ -479,6 +583,19 @@ static xcoll_status_t start_reduce_scatter(const xcoll_args_t *g, xcoll_comm_t c
     xcoll_status_t rc;
     call_t c;
     char *input;
+    /* the MPI layout in place moves its result after completion: the full
+     * path only */
+    if (g->sendbuf != NULL && g->recvbuf != NULL && !IN_PLACE(g->sendbuf) &&
+        xc_dtype_valid(g->dtype) && xc_comm_usable(comm)) {
+        const char *in = g->sendbuf;
+        const int nccl = g->count > 0 && (const char *)g->recvbuf ==
+                                             in + (size_t)comm->rank * g->count *
+                                                      xcoll_dtype_size(g->dtype);
+        if ((rc = express(comm, XC_COLL_REDUCE_SCATTER, g, g->op, 0, nccl, nccl ? NULL : in,
+                          nccl ? (void *)(uintptr_t)in : g->recvbuf, req, what)) !=
+            XC_NOT_EXPRESS)
+            return rc;
+    }
     memset(&c, 0, sizeof(c));
     if ((rc = check_call(g, comm, req, what, 1, 0, &bytes, &total)) != XCOLL_OK)
         return rc;
@@ -514,6 +631,11 @@ static xcoll_status_t start_alltoall(const xcoll_args_t *g, xcoll_comm_t comm,
     size_t bytes, total;
     xcoll_status_t rc;
     call_t c;
+    const int same = IN_PLACE(g->sendbuf) || g->sendbuf == g->recvbuf;
+    if (g->recvbuf != NULL && g->sendbuf != NULL &&
+        (rc = express(comm, XC_COLL_ALLTOALL, g, XCOLL_SUM, 0, same, same ? NULL : g->sendbuf,
+                      g->recvbuf, req, what)) != XC_NOT_EXPRESS)
+        return rc;
     memset(&c, 0, sizeof(c));
     if ((rc = check_call(g, comm, req, what, 0, 0, &bytes, &total)) != XCOLL_OK ||
         (rc = take_recv(&c, g, what, "recvbuf", total)) != XCOLL_OK)
@@ -589,14 +711,17 @@ static xcoll_status_t start_barrier(const xcoll_args_t *g, xcoll_comm_t comm,
                                     xcoll_request_t *req, const char *what)
 {
     size_t dsize;
-    xcoll_status_t rc = check_common(what, comm, XCOLL_UINT8, NULL, req, &dsize);
+    xcoll_status_t rc;
     xcoll_args_t none;
     call_t c;
     (void)g;
-    if (rc != XCOLL_OK)
-        return rc;
     memset(&none, 0, sizeof(none));
     none.dtype = XCOLL_UINT8;
+    if ((rc = express(comm, XC_COLL_BARRIER, &none, XCOLL_SUM, 0, 0, NULL, NULL, req, what)) !=
+        XC_NOT_EXPRESS)
+        return rc;
+    if ((rc = check_common(what, comm, XCOLL_UINT8, NULL, req, &dsize)) != XCOLL_OK)
+        return rc;
     memset(&c, 0, sizeof(c));
     c.op = XCOLL_SUM;
     return post_call(comm, &c, &none, XC_COLL_BARRIER, what, req);
@@ -1047,16 +1172,14 @@ xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *
 static xcoll_args_t args_of(xcoll_coll_t coll, const void *sendbuf, void *recvbuf, size_t count,
                             xcoll_dtype_t dtype, xcoll_op_t op, int root, void *stream)
 {
-    xcoll_args_t g;
-    memset(&g, 0, sizeof(g));
-    g.coll = coll;
-    g.sendbuf = sendbuf;
-    g.recvbuf = recvbuf;
-    g.count = count;
-    g.dtype = dtype;
-    g.op = op;
-    g.root = root;
-    g.stream = stream;
+    const xcoll_args_t g = {.coll = coll,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = count,
+                            .dtype = dtype,
+                            .op = op,
+                            .root = root,
+                            .stream = stream};
     return g;
 }
 

@@ -36,6 +36,14 @@ static xcoll_status_t comm_lookup(xcoll_comm_t comm, const char *what)
     return XCOLL_OK;
 }
 
+int xc_comm_usable(xcoll_comm_t comm)
+{
+    struct xcoll_comm_s *c;
+    for (c = live_comms; c != NULL && c != comm; c = c->next_live)
+        ;
+    return c != NULL && !c->failed;
+}
+
 xcoll_status_t xc_comm_check(xcoll_comm_t comm, const char *what)
 {
     xcoll_status_t rc = comm_lookup(comm, what);
@@ -431,6 +439,8 @@ xcoll_status_t xc_comm_get_sched(xcoll_comm_t comm, const uint64_t key[4], const
     /* the least recently used entry makes room; running requests keep
      * their own reference, so eviction never pulls a schedule from under
      * them */
+    if (comm->express.cs != NULL && comm->express.cs == comm->cache[victim])
+        comm->express.cs = NULL;
     xc_sched_release(comm->cache[victim]);
     cs->refs = 2;
     cs->last_use = comm->cache_clock;

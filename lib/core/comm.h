@@ -43,6 +43,18 @@ struct xcoll_comm_s {
     xc_cached_sched_t *cache[XC_SCHED_CACHE_SIZE];
     uint64_t cache_clock;
     int cache_last;         /* index of the last hit, tried first */
+    /* The last plain call api.c posted, for its express lane: a call of
+     * the same shape (collective, count, type, operator, root, in place or
+     * not) goes straight to this schedule. cs is NULL when there is none,
+     * and is cleared when the cache lets that schedule go. */
+    struct {
+        xc_cached_sched_t *cs;
+        int slot;           /* its index in cache */
+        int coll, root, in_place;
+        size_t count;
+        xcoll_dtype_t dtype;
+        xcoll_op_t op;
+    } express;
     /* xcoll_declines' answers, direct-mapped by the call's shape */
     struct {
         uint64_t key[2]; /* 0: empty */
@@ -106,6 +118,8 @@ void xc_unlock(int locked);
 /* XCOLL_OK if comm is a live communicator that has not failed; otherwise
  * logs why (naming `what`) and returns the status to give the caller. */
 xcoll_status_t xc_comm_check(xcoll_comm_t comm, const char *what);
+/* The same question without a word: 1 if it is. */
+int xc_comm_usable(xcoll_comm_t comm);
 
 /* The cached schedule for key (and, if nvec > 0, the nvec words at vec,
  * compared exactly: the v-variants' counts and displacements, whose hash

@@ -61,10 +61,10 @@ static void reset_run(xc_exec_t *x)
     w->ready_head = w->ready_tail = w->nrunning = 0;
     for (i = 0; i < s->nsteps; i++) {
         w->pending[i] = s->steps[i].ndeps;
+        x->state[i] = XC_STATE_WAITING;
         if (w->pending[i] == 0)
             w->ready[w->ready_tail++] = i;
     }
-    memset(x->state, XC_STATE_WAITING, s->nsteps);
     x->ndone = 0;
     x->status = XCOLL_OK;
     x->msgs_sent = x->bytes_sent = 0;

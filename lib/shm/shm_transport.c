@@ -38,7 +38,11 @@
  * pieces of the message into the receiver's buffer with process_vm_writev
  * while the receiver reads others (see "Split copies" below). Per sender,
  * messages keep their order, and receives match the oldest message with
- * their tag, as UCX's tag matching does.
+ * their tag, as UCX's tag matching does. The common cases of a loop of
+ * small collectives take no request: a send of one slot with nothing
+ * queued before it and room in the ring is written at once, and a receive
+ * whose message is already the next slot to read (nothing older from that
+ * sender unread or waiting to match) takes it at once (take_waiting).
  *
  * Sleeping. A rank that has waited about 1 ms sleeps on the futex of its
  * bell (of every live communicator's bell, with futex_waitv) after setting
@@ -445,12 +449,23 @@ static void door_drain(int fd)
         ;
 }
 
+/* A store-load fence. On x86 a locked add to the stack orders as mfence
+ * does for ordinary memory, at about half its cost (as Linux's smp_mb). */
+static inline void full_fence(void)
+{
+#if defined(__x86_64__)
+    __asm__ __volatile__("lock; addl $0,-8(%%rsp)" ::: "memory", "cc");
+#else
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
 /* Rings p's bell if p sleeps (see "Sleeping" above); called after
  * publishing to p or freeing slots p fills. */
 static void wake(xc_shm_peer_t *p)
 {
     uint32_t how;
-    atomic_thread_fence(memory_order_seq_cst);
+    full_fence();
     how = __atomic_load_n(&p->bell->sleeping, __ATOMIC_RELAXED);
     if (how & XC_SLEEP_FUTEX) {
         __atomic_fetch_add(&p->bell->bell, 1, __ATOMIC_RELEASE);
@@ -976,18 +991,44 @@ static xcoll_status_t abandoned(const xc_shm_peer_t *p, uint64_t tag)
 
 /* --- sending: fill free slots from the send queue ----------------------------------- */
 
+/* A data slot's header and n payload bytes from src (NULL: none). */
+static void fill_data(xc_shm_slot_t *s, uint32_t kind, size_t msg_len, const unsigned char *src,
+                      size_t n, uint32_t status)
+{
+    s->kind = kind;
+    s->msg_len = msg_len;
+    s->frag_len = (uint32_t)n;
+    s->status = status;
+    if (n > 0 && src != NULL)
+        memcpy(s + 1, src, n);
+}
+
+/* The slot at out_head is filled: hand it to the receiver. */
+static void publish(xc_shm_peer_t *p, xc_shm_slot_t *s)
+{
+    p->out_head++;
+    atomic_store_explicit(&s->seq, p->out_head, memory_order_release);
+}
+
+/* The next free slot of p's ring, or NULL while it is full. */
+static xc_shm_slot_t *free_slot(const xc_shm_comm_t *c, xc_shm_peer_t *p)
+{
+    if (p->out_head - p->out_tail >= XC_SHM_SLOTS) {
+        p->out_tail = atomic_load_explicit(&p->out->tail, memory_order_acquire);
+        if (p->out_head - p->out_tail >= XC_SHM_SLOTS)
+            return NULL;
+    }
+    return slot_at(c, p->out, p->out_head);
+}
+
 static int push(xc_shm_comm_t *c, xc_shm_peer_t *p)
 {
     int events = 0;
     while (p->sendq != NULL) {
         xc_shm_req_t *r = p->sendq;
-        xc_shm_slot_t *s;
-        if (p->out_head - p->out_tail >= XC_SHM_SLOTS) {
-            p->out_tail = atomic_load_explicit(&p->out->tail, memory_order_acquire);
-            if (p->out_head - p->out_tail >= XC_SHM_SLOTS)
-                break;
-        }
-        s = slot_at(c, p->out, p->out_head);
+        xc_shm_slot_t *s = free_slot(c, p);
+        if (s == NULL)
+            break;
         s->tag = r->tag;
         if (r->kind == REQ_ACK) {
             s->kind = XC_SHM_ACK;
@@ -1001,19 +1042,14 @@ static int push(xc_shm_comm_t *c, xc_shm_peer_t *p)
             s->frag_len = split_offer(c, p, r);
         } else {
             size_t n = r->len - r->done < c->payload ? r->len - r->done : c->payload;
-            s->kind = r->done == 0 ? XC_SHM_FIRST : XC_SHM_MORE;
-            s->msg_len = r->len;
-            s->frag_len = (uint32_t)n;
             /* The rest of a cancelled send goes out empty and marked: its
              * buffer may be gone, and the receiver must fail, not take
              * whatever the slots held before. */
-            s->status = r->orphan;
-            if (n > 0 && !r->orphan)
-                memcpy(s + 1, r->sbuf + r->done, n);
+            fill_data(s, r->done == 0 ? XC_SHM_FIRST : XC_SHM_MORE, r->len,
+                      r->orphan ? NULL : r->sbuf + r->done, n, (uint32_t)r->orphan);
             r->done += n;
         }
-        p->out_head++;
-        atomic_store_explicit(&s->seq, p->out_head, memory_order_release);
+        publish(p, s);
         events++;
         if (r->kind == REQ_SEND && !r->rndv && r->done < r->len)
             continue; /* the rest of this message next */
@@ -1260,6 +1296,12 @@ static int progress_comm(xc_shm_comm_t *c)
         return 0;
     for (int i = 0; i < c->nlocal && !c->broken; i++) {
         xc_shm_peer_t *p = &c->peers[i];
+        /* a quiet peer, the common case in a poll, costs one look at the
+         * slot it would fill next */
+        if (p->sendq == NULL && p->splits == NULL && p->rndv_wait == NULL &&
+            atomic_load_explicit(&slot_at(c, p->in, p->in_tail)->seq, memory_order_relaxed) ==
+                (p->in_tail >= XC_SHM_SLOTS ? p->in_tail + 1 - XC_SHM_SLOTS : 0))
+            continue;
         events += drain(c, p);
         if (p->splits != NULL) {
             int done = split_steps(p);
@@ -1800,6 +1842,19 @@ static xcoll_status_t shm_isend(void *tl_comm, int peer, uint64_t tag, const voi
     if (c->broken)
         return XCOLL_ERR_TRANSPORT;
     p = &c->peers[i];
+    if (p->sendq == NULL && len <= c->payload && !by_cma(c, peer, len)) {
+        /* one slot and nothing queued before it: straight into the ring,
+         * complete at once, no request (a small collective's common case) */
+        xc_shm_slot_t *s = free_slot(c, p);
+        if (s != NULL) {
+            s->tag = tag;
+            fill_data(s, XC_SHM_FIRST, len, buf, len, 0);
+            publish(p, s);
+            wake(p);
+            *req = NULL;
+            return XCOLL_OK;
+        }
+    }
     r = req_new();
     if (r == NULL) {
         xc_error("out of memory for a send to rank %d", peer);
@@ -1822,6 +1877,37 @@ static xcoll_status_t shm_isend(void *tl_comm, int peer, uint64_t tag, const voi
     return XCOLL_OK;
 }
 
+/* A receive whose message is already in the ring, the next slot to read,
+ * whole, with nothing older from p unread or waiting to match (the peer
+ * ran ahead, common in a loop of small collectives): taken now, without a
+ * request. 1 if it was; 0 leaves everything to the receive's usual path,
+ * which also judges any slot this one does not take. */
+static int take_waiting(xc_shm_comm_t *c, xc_shm_peer_t *p, uint64_t tag, void *buf, size_t len,
+                        const xc_land_reduce_t *red)
+{
+    xc_shm_slot_t *s = slot_at(c, p->in, p->in_tail), h;
+    if (p->unexp != NULL || p->posted != NULL || p->cur_left > 0 || len > c->payload ||
+        atomic_load_explicit(&s->seq, memory_order_acquire) != p->in_tail + 1)
+        return 0;
+    /* read once from shared memory: what was checked is what is used */
+    memcpy(&h, s, sizeof(h));
+    if (h.kind != XC_SHM_FIRST || h.tag != tag || h.msg_len != len || h.frag_len != len)
+        return 0;
+    if (red != NULL && len > 0)
+        xc_land_reduce_apply(red, 0, s + 1, len);
+    else if (len > 0)
+        memcpy(buf, s + 1, len);
+    p->in_tail++;
+    atomic_store_explicit(&p->in->tail, p->in_tail, memory_order_release);
+    /* a sender that ran ahead has filled the next slot already: its lines
+     * come in while the caller goes on, not at the next receive */
+    s = slot_at(c, p->in, p->in_tail);
+    __builtin_prefetch(s);
+    __builtin_prefetch(s + 1);
+    wake(p); /* it may wait for the slot */
+    return 1;
+}
+
 /* A receive from local peer p; red (NULL: none) as in irecv_reduce. */
 static xcoll_status_t post_recv(xc_shm_comm_t *c, xc_shm_peer_t *p, uint64_t tag, void *buf,
                                 size_t len, const xc_land_reduce_t *red, void **req)
@@ -1830,6 +1916,8 @@ static xcoll_status_t post_recv(xc_shm_comm_t *c, xc_shm_peer_t *p, uint64_t tag
     xc_shm_req_t *r;
     xcoll_status_t st;
     *req = NULL;
+    if (take_waiting(c, p, tag, buf, len, red))
+        return XCOLL_OK;
     r = req_new();
     if (r == NULL) {
         xc_error("out of memory for a receive from rank %d", p->rank);

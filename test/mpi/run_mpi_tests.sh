@@ -414,6 +414,21 @@ done
 for np in 1 2 3 4; do
     run test_start $np
 done
+# Repeated calls that change one thing (operator, type, root, in place,
+# layout, a bad argument): each result is its own call's
+for np in 1 2 3 4; do
+    run test_repeat $np
+done
+# Point-to-point order where a message already waits as a receive is
+# posted: within shared memory, and through UCX alone
+for np in 2 3; do
+    run test_order $np
+done
+export XCOLL_SHM=0
+label=.ucx
+run test_order 2
+unset XCOLL_SHM
+label=
 # The v-variants against MPI's own: every default algorithm at 1-8 ranks,
 # the others forced, and UCX alone within the node.
 for np in 1 2 3 4 8; do
