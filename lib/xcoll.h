@@ -268,6 +268,11 @@ typedef struct {
      * four. Layouts are not supported with them. */
     const size_t *sendcounts, *sdispls;
     const size_t *recvcounts, *rdispls;
+    /* 1: never XCOLL_DECLINED by an "mpi" rule (xcoll_config_t.fallback):
+     * for a call the caller could not run itself (the drop-ins: a
+     * reduction on a derived type, which Open MPI refuses). The rule's
+     * next algorithm serves it, as on a communicator without fallback. */
+    int no_fallback;
 } xcoll_args_t;
 
 /* --- Library ------------------------------------------------------------ */
@@ -522,7 +527,7 @@ xcoll_status_t xcoll_start(const xcoll_args_t *args, xcoll_comm_t comm, xcoll_re
 
 /* On a communicator with xcoll_config_t.fallback: sets *declined to 1 if
  * xcoll_start would return XCOLL_DECLINED for this call, else 0. Only
- * args->coll, count, dtype, op and root are read (the decision never
+ * args->coll, count, dtype, op, root and no_fallback are read (the decision never
  * depends on buffers or in-place), so a caller can ask before it prepares
  * them; answers are remembered per communicator, a repeated question
  * costs a table lookup. On other communicators *declined is always 0. */

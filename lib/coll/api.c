@@ -138,6 +138,7 @@ typedef struct {
     const size_t *vec;
     size_t nvec;
     int by_shape;            /* vec is an alltoallv's shape (see post_vcall) */
+    int no_fallback;         /* xcoll_args_t.no_fallback */
 } call_t;
 
 /* FNV-1a over the words of a v-variant's counts and displacements. */
@@ -232,7 +233,7 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
     b.a.in_place = c->in_place;
     /* by the collective, not by this rank's counts: a gatherv's non-root
      * ranks have none, and must decide as the root does */
-    b.a.fallback = xc_coll_is_vector(c->coll) ? 0 : comm->fallback;
+    b.a.fallback = xc_coll_is_vector(c->coll) || c->no_fallback ? 0 : comm->fallback;
     b.a.topo = comm->topo;
     b.a.scounts = c->scounts;
     b.a.sdispls = c->sdispls;
@@ -242,8 +243,11 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
         stamp_of(c->coll, c->count, c->dtype, c->op, c->root, b.stamp);
         b.a.stamp = b.stamp;
     }
+    /* bit 26: a call that may not fall back, where others of its shape
+     * would (its schedule is another, or exists where theirs declines) */
     key[0] = (uint64_t)c->coll | (uint64_t)c->dtype << 8 | (uint64_t)c->op << 16 |
-             (uint64_t)(c->in_place != 0) << 24;
+             (uint64_t)(c->in_place != 0) << 24 |
+             (uint64_t)(c->no_fallback && comm->fallback) << 26;
     key[1] = c->count;
     key[2] = (uint64_t)(uint32_t)c->root;
     key[3] = vec_hash(c->vec, c->nvec);
@@ -265,7 +269,8 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
     }
     if (b.built)
         memcpy(cs->why, b.why, sizeof(cs->why));
-    if (!cs->declined && !c->by_shape && c->nvec == 0 && c->send_layout == NULL &&
+    if (!cs->declined && !c->by_shape && !c->no_fallback && c->nvec == 0 &&
+        c->send_layout == NULL &&
         c->recv_layout == NULL && c->stream == NULL && c->post_bytes == 0 &&
         comm->cache[comm->cache_last] == cs) {
         comm->express.cs = cs;
@@ -365,6 +370,7 @@ static xcoll_status_t post_call(xcoll_comm_t comm, call_t *c, const xcoll_args_t
     c->count = g->count;
     c->dtype = g->dtype;
     c->stream = g->stream;
+    c->no_fallback = g->no_fallback != 0;
     return post(comm, c, req);
 }
 
@@ -429,7 +435,7 @@ static xcoll_status_t express(xcoll_comm_t comm, xc_coll_t coll, const xcoll_arg
     call_t c;
     int locked;
     if (g->stream != NULL || g->send_layout != NULL || g->recv_layout != NULL || req == NULL ||
-        !xc_comm_usable(comm))
+        g->no_fallback || !xc_comm_usable(comm))
         return XC_NOT_EXPRESS;
     locked = xc_lock();
     cs = comm->express.cs;
@@ -1112,8 +1118,8 @@ xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *
         xc_error("%s: collective %d is not an xcoll_coll_t", what, (int)args->coll);
         return XCOLL_ERR_INVALID_ARG;
     }
-    /* the v-variants are never handed back (post) */
-    if (!comm->fallback || xc_coll_is_vector((xc_coll_t)args->coll))
+    /* the v-variants are never handed back (post), nor a call that says so */
+    if (!comm->fallback || xc_coll_is_vector((xc_coll_t)args->coll) || args->no_fallback)
         return XCOLL_OK;
     if (!xc_dtype_valid(args->dtype) || !xc_op_valid(args->op)) {
         xc_error("%s: invalid datatype %d or operator %d", what, (int)args->dtype,

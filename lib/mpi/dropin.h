@@ -131,6 +131,11 @@ typedef struct {
     /* every datatype the verdict read is a named type: the same arguments
      * always get the same verdict (see xcmpi_passbacks_t) */
     int permanent;
+    /* a reduction on a derived type with a predefined op: the standard
+     * lets an MPI refuse it (MPI-3.1 5.9.2; Open MPI 4.1 returns
+     * MPI_ERR_OP, MPICH reduces), so no speed rule may hand it back
+     * (xcmpi_declined): whether it works must not depend on its size */
+    int derived_reduction;
 } xcmpi_call_t;
 
 /* --- passing back fast ------------------------------------------------------
@@ -260,7 +265,7 @@ typedef struct {
 
 /* Whether the drop-in rules give the planned call to MPI (1) or xcoll
  * serves it (0); -1 on an error (logged). Asked before the buffers are
- * described. */
+ * described. A reduction on a derived type is never given back. */
 int xcmpi_declined(const xcmpi_call_t *call, xcoll_comm_t comm, xcmpi_verdicts_t *memo);
 
 /* Describes the call's buffers (addresses, or layouts that pack) and

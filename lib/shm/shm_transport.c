@@ -449,23 +449,12 @@ static void door_drain(int fd)
         ;
 }
 
-/* A store-load fence. On x86 a locked add to the stack orders as mfence
- * does for ordinary memory, at about half its cost (as Linux's smp_mb). */
-static inline void full_fence(void)
-{
-#if defined(__x86_64__)
-    __asm__ __volatile__("lock; addl $0,-8(%%rsp)" ::: "memory", "cc");
-#else
-    atomic_thread_fence(memory_order_seq_cst);
-#endif
-}
-
 /* Rings p's bell if p sleeps (see "Sleeping" above); called after
  * publishing to p or freeing slots p fills. */
 static void wake(xc_shm_peer_t *p)
 {
     uint32_t how;
-    full_fence();
+    atomic_thread_fence(memory_order_seq_cst);
     how = __atomic_load_n(&p->bell->sleeping, __ATOMIC_RELAXED);
     if (how & XC_SLEEP_FUTEX) {
         __atomic_fetch_add(&p->bell->bell, 1, __ATOMIC_RELEASE);

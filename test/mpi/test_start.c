@@ -6,7 +6,8 @@
  *  - bad layouts: the wrong size, no pack or unpack, a failing pack;
  *  - xcoll_config_t.fallback and rules: "mpi" declines with XCOLL_DECLINED,
  *    posts nothing (the next collective still matches), xcoll_declines
- *    agrees with xcoll_start, and the same rules without fallback serve;
+ *    agrees with xcoll_start, and the same rules without fallback serve,
+ *    as does a call with no_fallback (and the next without it declines);
  *  - a malformed caller's rule fails communicator creation on every rank.
  * Run at 1..4 ranks. */
 #include "common.h"
@@ -369,6 +370,31 @@ static void test_fallback(void)
         TC_EXPECT(XCOLL_OK, xcoll_declines(fb, &b, &declined));
         if (declined != 0)
             tc_fail("bcast of 160 bytes, root %d, declined", root);
+    }
+    /* no_fallback: the same call served, as the rule's next algorithm
+     * would; then, without it, declined again (its schedule is another);
+     * then with it again */
+    for (i = 0; i < 3; i++) {
+        xcoll_args_t c = a;
+        int want_served = i != 1, j;
+        c.count = 10; /* 40 bytes: under allreduce:0-1k:mpi */
+        c.no_fallback = want_served;
+        TC_EXPECT(XCOLL_OK, xcoll_declines(fb, &c, &declined));
+        if (declined != !want_served)
+            tc_fail("xcoll_declines, no_fallback %d: %d", c.no_fallback, declined);
+        out[0] = -5;
+        if (!want_served) {
+            TC_EXPECT(XCOLL_DECLINED, xcoll_start(&c, fb, &req));
+            (req == NULL && out[0] == -5) ? tc_pass() : tc_fail("declined call wrote");
+            continue;
+        }
+        if (!TC_EXPECT(XCOLL_OK, xcoll_start(&c, fb, &req)) ||
+            !TC_EXPECT(XCOLL_OK, xcoll_wait(&req)))
+            continue;
+        for (j = 0; j < 10; j++)
+            if (out[j] != tc.size * j + tc.size * (tc.size - 1) / 2)
+                break;
+        (j == 10) ? tc_pass() : tc_fail("no_fallback allreduce: element %d is %d", j, out[j]);
     }
     TC_EXPECT(XCOLL_OK, xcoll_comm_destroy(fb));
 
