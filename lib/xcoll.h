@@ -527,10 +527,11 @@ xcoll_status_t xcoll_start(const xcoll_args_t *args, xcoll_comm_t comm, xcoll_re
 
 /* On a communicator with xcoll_config_t.fallback: sets *declined to 1 if
  * xcoll_start would return XCOLL_DECLINED for this call, else 0. Only
- * args->coll, count, dtype, op, root and no_fallback are read (the decision never
- * depends on buffers or in-place), so a caller can ask before it prepares
- * them; answers are remembered per communicator, a repeated question
- * costs a table lookup. On other communicators *declined is always 0. */
+ * args->coll, count, dtype, op, root and no_fallback are read (the
+ * decision never depends on buffers or in-place), so a caller can ask
+ * before it prepares them; answers are remembered per communicator, a
+ * repeated question costs a table lookup. On other communicators
+ * *declined is always 0. */
 xcoll_status_t xcoll_declines(xcoll_comm_t comm, const xcoll_args_t *args, int *declined);
 
 /* --- Point to point ---------------------------------------------------------

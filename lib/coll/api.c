@@ -559,10 +559,13 @@ static xcoll_status_t start_allgather(const xcoll_args_t *g, xcoll_comm_t comm,
     call_t c;
     if (g->recvbuf != NULL && g->sendbuf != NULL && xc_dtype_valid(g->dtype) &&
         xc_comm_usable(comm)) {
-        /* the count is the express shape's, whose bytes did not overflow */
+        /* in integers: a count that overflows (the full path reports it)
+         * must not make an address; where it wraps, the count is not the
+         * express shape's, whose bytes fit, and the lane is not taken */
+        const size_t block = g->count * xcoll_dtype_size(g->dtype);
         const int same = IN_PLACE(g->sendbuf) ||
-                         g->sendbuf == (char *)g->recvbuf +
-                                           (size_t)comm->rank * g->count * xcoll_dtype_size(g->dtype);
+                         (uintptr_t)g->sendbuf ==
+                             (uintptr_t)g->recvbuf + (size_t)comm->rank * block;
         if ((rc = express(comm, XC_COLL_ALLGATHER, g, XCOLL_SUM, 0, same,
                           same ? NULL : g->sendbuf, g->recvbuf, req, what)) != XC_NOT_EXPRESS)
             return rc;
@@ -594,9 +597,11 @@ static xcoll_status_t start_reduce_scatter(const xcoll_args_t *g, xcoll_comm_t c
     if (g->sendbuf != NULL && g->recvbuf != NULL && !IN_PLACE(g->sendbuf) &&
         xc_dtype_valid(g->dtype) && xc_comm_usable(comm)) {
         const char *in = g->sendbuf;
-        const int nccl = g->count > 0 && (const char *)g->recvbuf ==
-                                             in + (size_t)comm->rank * g->count *
-                                                      xcoll_dtype_size(g->dtype);
+        /* in integers, as allgather's in place */
+        const int nccl = g->count > 0 &&
+                         (uintptr_t)g->recvbuf == (uintptr_t)in + (size_t)comm->rank *
+                                                                      g->count *
+                                                                      xcoll_dtype_size(g->dtype);
         if ((rc = express(comm, XC_COLL_REDUCE_SCATTER, g, g->op, 0, nccl, nccl ? NULL : in,
                           nccl ? (void *)(uintptr_t)in : g->recvbuf, req, what)) !=
             XC_NOT_EXPRESS)

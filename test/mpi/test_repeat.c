@@ -19,7 +19,10 @@ static xcoll_comm_t comm;
 static int rank, size;
 
 /* small integers: exact in every type and in any order */
-static int32_t in_of(int r, size_t i, int salt) { return (int32_t)((r * 3 + (int)i + salt) % 7) - 3; }
+static int32_t in_of(int r, size_t i, int salt)
+{
+    return (int32_t)((r * 3 + (int)i + salt) % 7) - 3;
+}
 
 static int32_t sum_of(size_t i, int salt)
 {
