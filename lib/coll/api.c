@@ -269,10 +269,10 @@ static xcoll_status_t post_locked(xcoll_comm_t comm, const call_t *c, xcoll_requ
     }
     if (b.built)
         memcpy(cs->why, b.why, sizeof(cs->why));
+    /* xc_comm_get_sched left cache_last at cs's slot, hit or built */
     if (!cs->declined && !c->by_shape && !c->no_fallback && c->nvec == 0 &&
-        c->send_layout == NULL &&
-        c->recv_layout == NULL && c->stream == NULL && c->post_bytes == 0 &&
-        comm->cache[comm->cache_last] == cs) {
+        c->send_layout == NULL && c->recv_layout == NULL && c->stream == NULL &&
+        c->post_bytes == 0) {
         comm->express.cs = cs;
         comm->express.slot = comm->cache_last;
         comm->express.coll = (int)c->coll;
@@ -476,7 +476,7 @@ static xcoll_status_t start_allreduce(const xcoll_args_t *g, xcoll_comm_t comm,
     size_t bytes, total;
     xcoll_status_t rc;
     call_t c;
-    const int same = IN_PLACE(g->sendbuf) || g->sendbuf == g->recvbuf;
+    const int same = in_place_of(g, g->sendbuf, g->sendbuf == g->recvbuf);
     /* buffers the full path takes (check_buf): a NULL one goes there to fail */
     if (g->recvbuf != NULL && g->sendbuf != NULL &&
         (rc = express(comm, XC_COLL_ALLREDUCE, g, g->op, 0, same, same ? NULL : g->sendbuf,
@@ -485,7 +485,7 @@ static xcoll_status_t start_allreduce(const xcoll_args_t *g, xcoll_comm_t comm,
     memset(&c, 0, sizeof(c));
     if ((rc = check_call(g, comm, req, what, 1, 0, &bytes, &total)) != XCOLL_OK)
         return rc;
-    c.in_place = in_place_of(g, g->sendbuf, g->sendbuf == g->recvbuf);
+    c.in_place = same;
     c.op = g->op;
     if ((rc = take_send(&c, g, what, "sendbuf", bytes)) != XCOLL_OK ||
         (rc = take_recv(&c, g, what, "recvbuf", bytes)) != XCOLL_OK)
@@ -522,13 +522,14 @@ static xcoll_status_t start_reduce(const xcoll_args_t *g, xcoll_comm_t comm,
     size_t bytes, total;
     xcoll_status_t rc;
     call_t c;
+    /* at the root */
+    const int same = in_place_of(g, g->sendbuf, g->sendbuf == g->recvbuf);
     if (g->sendbuf != NULL && xc_comm_usable(comm)) {
         const int root = comm->rank == g->root;
-        const int same = root && (IN_PLACE(g->sendbuf) || g->sendbuf == g->recvbuf);
         if ((root ? g->recvbuf != NULL : !IN_PLACE(g->sendbuf)) &&
-            (rc = express(comm, XC_COLL_REDUCE, g, g->op, g->root, same,
-                          same ? NULL : g->sendbuf, root ? g->recvbuf : NULL, req, what)) !=
-                XC_NOT_EXPRESS)
+            (rc = express(comm, XC_COLL_REDUCE, g, g->op, g->root, root && same,
+                          root && same ? NULL : g->sendbuf, root ? g->recvbuf : NULL, req,
+                          what)) != XC_NOT_EXPRESS)
             return rc;
     }
     memset(&c, 0, sizeof(c));
@@ -537,7 +538,7 @@ static xcoll_status_t start_reduce(const xcoll_args_t *g, xcoll_comm_t comm,
     if (comm->rank == g->root) {
         if ((rc = take_recv(&c, g, what, "recvbuf at the root", bytes)) != XCOLL_OK)
             return rc;
-        c.in_place = in_place_of(g, g->sendbuf, g->sendbuf == g->recvbuf);
+        c.in_place = same;
     } else if (IN_PLACE(g->sendbuf)) {
         xc_error("%s: XCOLL_IN_PLACE is only meaningful at the root", what);
         return XCOLL_ERR_INVALID_ARG;
@@ -642,7 +643,7 @@ static xcoll_status_t start_alltoall(const xcoll_args_t *g, xcoll_comm_t comm,
     size_t bytes, total;
     xcoll_status_t rc;
     call_t c;
-    const int same = IN_PLACE(g->sendbuf) || g->sendbuf == g->recvbuf;
+    const int same = in_place_of(g, g->sendbuf, g->sendbuf == g->recvbuf);
     if (g->recvbuf != NULL && g->sendbuf != NULL &&
         (rc = express(comm, XC_COLL_ALLTOALL, g, XCOLL_SUM, 0, same, same ? NULL : g->sendbuf,
                       g->recvbuf, req, what)) != XC_NOT_EXPRESS)
@@ -651,7 +652,7 @@ static xcoll_status_t start_alltoall(const xcoll_args_t *g, xcoll_comm_t comm,
     if ((rc = check_call(g, comm, req, what, 0, 0, &bytes, &total)) != XCOLL_OK ||
         (rc = take_recv(&c, g, what, "recvbuf", total)) != XCOLL_OK)
         return rc;
-    c.in_place = in_place_of(g, g->sendbuf, g->sendbuf == g->recvbuf);
+    c.in_place = same;
     if ((rc = take_send(&c, g, what, "sendbuf", total)) != XCOLL_OK)
         return rc;
     c.op = XCOLL_SUM;

@@ -18,18 +18,23 @@ static struct xcoll_comm_s *live_comms;
 /* The next communicator id this process may take; see xcoll_comm_create. */
 static uint32_t next_comm_id = 1;
 
+/* 1 if comm is on the live list (failed or not). */
+static int is_live(xcoll_comm_t comm)
+{
+    struct xcoll_comm_s *c;
+    for (c = live_comms; c != NULL && c != comm; c = c->next_live)
+        ;
+    return c != NULL;
+}
+
 /* XCOLL_OK if comm is live (failed or not); logs otherwise. */
 static xcoll_status_t comm_lookup(xcoll_comm_t comm, const char *what)
 {
-    struct xcoll_comm_s *c;
     if (comm == NULL) {
         xc_error("%s: communicator is NULL", what);
         return XCOLL_ERR_INVALID_COMM;
     }
-    for (c = live_comms; c != NULL; c = c->next_live)
-        if (c == comm)
-            break;
-    if (c == NULL) {
+    if (!is_live(comm)) {
         xc_error("%s: communicator %p was destroyed or never created", what, (void *)comm);
         return XCOLL_ERR_INVALID_COMM;
     }
@@ -38,10 +43,7 @@ static xcoll_status_t comm_lookup(xcoll_comm_t comm, const char *what)
 
 int xc_comm_usable(xcoll_comm_t comm)
 {
-    struct xcoll_comm_s *c;
-    for (c = live_comms; c != NULL && c != comm; c = c->next_live)
-        ;
-    return c != NULL && !c->failed;
+    return comm != NULL && is_live(comm) && !comm->failed;
 }
 
 xcoll_status_t xc_comm_check(xcoll_comm_t comm, const char *what)

@@ -155,7 +155,6 @@ static void plan_init(xcmpi_call_t *call, xcmpi_coll_t coll)
     call->send_side.used = call->send_side.bound = 0;
     call->recv_side.used = call->recv_side.bound = 0;
     call->permanent = 1;
-    call->derived_reduction = 0;
     call->coll = coll;
     call->args.dtype = XCOLL_UINT8;
     call->args.op = XCOLL_SUM;
@@ -290,7 +289,11 @@ static const char *reduce_args(xcmpi_call_t *call, MPI_Datatype dtype, int count
     d = tm->xdtype;
     n = tm->nbasic;
     call->permanent &= tm->named;
-    call->derived_reduction = !tm->named;
+    /* a derived type with a predefined op: the standard lets an MPI refuse
+     * it (MPI-3.1 5.9.2; Open MPI 4.1 returns MPI_ERR_OP, MPICH reduces),
+     * so no speed rule may hand it back: whether it works must not depend
+     * on its size (xcmpi_declined, and xcoll's own table) */
+    call->args.no_fallback = !tm->named;
     xcmpi_typemap_put(tm);
     if (d < 0)
         return "datatype is not made of one basic type xcoll reduces "
@@ -776,7 +779,7 @@ int xcmpi_declined(const xcmpi_call_t *call, xcoll_comm_t comm, xcmpi_verdicts_t
              k1 = a->count;
     unsigned i = (unsigned)(((k0 ^ k1 * 0x9E3779B97F4A7C15ULL) * 0xC2B2AE3D27D4EB4FULL) >> 58);
     int declined = 0;
-    if (call->derived_reduction)
+    if (a->no_fallback)
         return 0; /* before the memo: its key does not tell derived types apart */
     if (memo->slot[i].key[0] == k0 && memo->slot[i].key[1] == k1)
         return memo->slot[i].declined;
@@ -798,7 +801,6 @@ xcoll_status_t xcmpi_start(xcmpi_call_t *call, xcoll_comm_t comm, xcoll_request_
         xcmpi_error("%s: %s", xcmpi_coll_name(call->coll, 0), why);
         return XCOLL_ERR_INVALID_ARG;
     }
-    call->args.no_fallback = call->derived_reduction;
     status = xcoll_start(&call->args, comm, req);
     call->vstarted = v && status == XCOLL_OK;
     return status;

@@ -131,11 +131,6 @@ typedef struct {
     /* every datatype the verdict read is a named type: the same arguments
      * always get the same verdict (see xcmpi_passbacks_t) */
     int permanent;
-    /* a reduction on a derived type with a predefined op: the standard
-     * lets an MPI refuse it (MPI-3.1 5.9.2; Open MPI 4.1 returns
-     * MPI_ERR_OP, MPICH reduces), so no speed rule may hand it back
-     * (xcmpi_declined): whether it works must not depend on its size */
-    int derived_reduction;
 } xcmpi_call_t;
 
 /* --- passing back fast ------------------------------------------------------
