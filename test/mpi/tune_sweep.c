@@ -72,6 +72,20 @@ static double time_calls(int coll, void *send, void *recv, size_t count, xcoll_c
     return tmax;
 }
 
+/* Buffers hold data, not calloc's untouched pages: every read of those
+ * is the kernel's one zero page, always in cache, and a single-copy read
+ * of a peer's untouched buffer (CMA) is that page too. Until 2026-12-07
+ * this sweep's send buffers (and bcast's root buffer) were untouched, so
+ * every algorithm that reads more of them looked cheaper than it is
+ * (docs/TUNING.md, "Buffers of data, not of zero pages"). Floats that stay
+ * finite when summed. */
+static void fill(void *buf, size_t bytes)
+{
+    const float one = 1.0f;
+    for (size_t i = 0; i + sizeof(one) <= bytes; i += sizeof(one))
+        memcpy((char *)buf + i, &one, sizeof(one));
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -128,6 +142,8 @@ static void sweep(int coll, int reps, size_t min_bytes, size_t max_bytes)
     t = calloc(nsizes * MAX_ALGOS * (size_t)reps, sizeof(*t));
     if (send == NULL || recv == NULL || t == NULL)
         die("out of memory", XCOLL_ERR_NO_MEMORY);
+    fill(send, max_bytes * blocks);
+    fill(recv, max_bytes * blocks);
 
     for (r = 0; r < reps; r++)
         for (s = 0; s < nsizes; s++)

@@ -59,7 +59,7 @@ static void expect_choice(const xc_tune_t *t, xc_coll_t coll, int nranks, int pe
 /* The measured rules across nodes (docs/TUNING.md, "Across nodes" and
  * "Across nodes, again") in the default table t, at the node shapes
  * measured (2 and 4 nodes of 2 ranks, 2 of 4): no one node's linear bcast
- * for large messages, pairwise alltoall or direct allgather, allreduce
+ * for mid-sized messages, pairwise alltoall or direct allgather, allreduce
  * and reduce_scatter for small blocks there, while one node keeps them.
  * Sizes are what a rule matches: per block for allgather, alltoall and
  * reduce_scatter. The first candidate; where it declines (hier with one
@@ -76,7 +76,8 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_BCAST, 8, 4, 64 << 20, "hier"},      /* 2 nodes x 4 */
         {XC_COLL_BCAST, 8, 2, 1 << 20, "binomial"},
         {XC_COLL_BCAST, 8, 2, 1024, "linear"},
-        {XC_COLL_BCAST, 8, 8, 4 << 20, "linear"},     /* one node: its own rule */
+        {XC_COLL_BCAST, 8, 8, 64 << 10, "linear"},    /* one node: its own rule */
+        {XC_COLL_BCAST, 8, 8, 4 << 20, "binomial"},   /* one node, since 2026-12-07 */
         {XC_COLL_BCAST, 4, 2, 4 << 20, "hier"},       /* 2 nodes x 2 */
         {XC_COLL_BCAST, 4, 2, 1024, "linear"},
         {XC_COLL_BCAST, 4, 4, 1024, "binomial"},      /* one node */
