@@ -17,7 +17,9 @@
  * 2, 4, 6 and 8 ranks (oversubscribed, shared with other work), one node
  * (from 8 KiB the rules with a rank range were remeasured after CMA reads
  * became the default within a node, 2026-12-02; bcast's at 5-8 ranks
- * again with buffers of data instead of untouched pages, 2026-12-07): the numbers,
+ * again with buffers of data instead of untouched pages, 2026-12-07, and
+ * from 64 KiB allreduce's at 2 and 4 ranks and allgather's at 4 timed
+ * per call as a program makes it, after writing its input): the numbers,
  * the commands and the reasons for each threshold are in docs/TUNING.md.
  * Every collective has rules covering 0-inf, so any call finds a rule; the
  * "|ring"-style second candidates only matter if the first declines.
@@ -39,12 +41,12 @@
 const char xc_tune_defaults[] =
     "allreduce:0-4k:recdbl|ring,4k-16k:dbtree|ring,16k-64k:ring,64k-256k:dbtree|ring,"
     "256k-inf:rabenseifner|ring\n"
-    "allreduce@2:4k-1m:recdbl|ring,1m-4m:rabenseifner|ring,4m-inf:ring\n"
+    "allreduce@2:4k-64k:recdbl|ring,64k-2m:rabenseifner|ring,2m-inf:ring\n"
     "allreduce@5-8:16k-64k:reduce_bcast|ring\n"
     "allreduce@3-8:0-1k:direct|recdbl\n"
     "allreduce@4:0-1k:hier|direct|recdbl,1k-4k:hier|recdbl|ring,4k-16k:hier|dbtree|ring,"
-    "16k-64k:hier|ring,64k-256k:hier|dbtree|ring,256k-1m:hier|rabenseifner|ring,"
-    "1m-inf:hier2d|hier|rabenseifner|ring\n"
+    "16k-64k:hier|ring,64k-1m:hier|rabenseifner|ring,1m-4m:hier2d|hier|rabenseifner|ring,"
+    "4m-inf:hier2d|hier|ring\n"
     "allreduce@5-inf:1m-16m:hier2d|rabenseifner|ring,16m-inf:hier2d|hier|rabenseifner|ring\n"
     "allreduce@5-inf/1-4:128k-256k:hier2d|dbtree|ring,256k-1m:hier2d|rabenseifner|ring\n"
     "bcast:0-1m:binomial,1m-inf:chain|binomial\n"
@@ -53,6 +55,7 @@ const char xc_tune_defaults[] =
     "reduce@2/2:0-inf:linear|binomial\n"
     "allgather:0-4k:recdbl|ring,4k-16k:ring,16k-inf:recdbl|ring\n"
     "allgather@2-8:0-inf:direct|ring\n"
+    "allgather@4/4:2m-inf:recdbl|ring\n"
     "reduce_scatter:0-8k:rechalving|ring,8k-inf:ring\n"
     "reduce_scatter@5-inf:8k-256k:rechalving|ring\n"
     "reduce_scatter@3-8:0-1m:direct|rechalving\n"

@@ -7,9 +7,11 @@
  * median of the repetitions is reported.
  *
  *   mpirun -np N tune_sweep [-c coll[,coll...]] [-x coll:algo[,...]] [-r reps]
- *                           [-min bytes] [-max bytes]
+ *                           [-min bytes] [-max bytes] [-app]
  *
  * -x leaves algorithms out (one that is broken or too slow to wait for).
+ * -app times each call as a program makes it (see app below) instead of a
+ * loop of back-to-back calls.
  *
  * Message size is as the selection rules see it: count x element size
  * (float32), i.e. one rank's block for the block collectives. Output, on
@@ -26,6 +28,7 @@
 #define MAX_ALGOS 8
 #define MAX_SIZES 32
 #define TARGET_S 0.02 /* time one measurement aims at */
+#define APP_MIN_CALLS 21 /* -app: calls per measurement, at least */
 
 static int rank, nranks;
 static char excluded[256];
@@ -72,6 +75,70 @@ static double time_calls(int coll, void *send, void *recv, size_t count, xcoll_c
     return tmax;
 }
 
+static int cmp_double(const void *a, const void *b);
+
+/* -app: time each call as a program makes it. Before it the rank writes
+ * the bytes the call reads (a training step's fresh gradients), then an
+ * MPI barrier; after it the rank reads its result. A measurement is then
+ * the median over the calls of the slowest rank's time, not a mean over
+ * back-to-back calls, which reuse what the last call left in the caches:
+ * the lines a peer read or wrote there cost nothing to touch again, and a
+ * program's own writes between calls take them back. */
+static int app;
+
+/* Elements a call reads from its send buffer (bcast: from its buffer, at
+ * the root) and writes into its receive buffer; blocks = ranks for the
+ * block collectives. */
+static size_t in_count(int coll, size_t count, size_t blocks)
+{
+    return coll == 4 || coll == 5 || coll == 7 ? count * blocks : count;
+}
+
+static size_t out_count(int coll, size_t count, size_t blocks)
+{
+    return coll == 3 || coll == 5 || coll == 6 ? count * blocks : count;
+}
+
+/* What the program writes before the call: its input. */
+static void app_write(int coll, void *send, void *recv, size_t n, float v)
+{
+    float *f = coll == 1 ? recv : send;
+    if (coll == 1 && rank != 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        f[i] = v + (float)(i & 7);
+}
+
+/* ... and what it reads after it: its result, one float per line. */
+static float app_read(const void *recv, size_t n)
+{
+    const float *f = recv;
+    float sum = 0;
+    for (size_t i = 0; i < n; i += 16)
+        sum += f[i];
+    return sum;
+}
+
+static double time_app(int coll, void *send, void *recv, size_t count, size_t blocks,
+                       xcoll_comm_t comm, int iters, double *each)
+{
+    static volatile float sink;
+    xcoll_status_t rc;
+    for (int i = 0; i < iters; i++) {
+        double t0, t;
+        app_write(coll, send, recv, in_count(coll, count, blocks), (float)(i & 15));
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        if ((rc = run(coll, send, recv, count, comm)) != XCOLL_OK)
+            die(xcoll_collective_name(coll), rc);
+        t = MPI_Wtime() - t0;
+        MPI_Allreduce(&t, &each[i], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        sink += app_read(recv, out_count(coll, count, blocks));
+    }
+    qsort(each, (size_t)iters, sizeof(*each), cmp_double);
+    return each[iters / 2];
+}
+
 /* Buffers hold data, not calloc's untouched pages: every read of those
  * is the kernel's one zero page, always in cache, and a single-copy read
  * of a peer's untouched buffer (CMA) is that page too. Until 2026-12-07
@@ -110,6 +177,7 @@ static void sweep(int coll, int reps, size_t min_bytes, size_t max_bytes)
     xcoll_comm_t comms[MAX_ALGOS];
     size_t sizes[MAX_SIZES], nsizes = 0, s, blocks, bytes;
     double *t; /* [size][algo][rep] */
+    double *each; /* -app: one measurement's calls */
     char tune[128];
     int nalgos = 0, a, r;
     void *send, *recv;
@@ -140,7 +208,8 @@ static void sweep(int coll, int reps, size_t min_bytes, size_t max_bytes)
     send = calloc(max_bytes * blocks + 64, 1);
     recv = calloc(max_bytes * blocks + 64, 1);
     t = calloc(nsizes * MAX_ALGOS * (size_t)reps, sizeof(*t));
-    if (send == NULL || recv == NULL || t == NULL)
+    each = calloc(500 + APP_MIN_CALLS, sizeof(*each));
+    if (send == NULL || recv == NULL || t == NULL || each == NULL)
         die("out of memory", XCOLL_ERR_NO_MEMORY);
     fill(send, max_bytes * blocks);
     fill(recv, max_bytes * blocks);
@@ -155,13 +224,17 @@ static void sweep(int coll, int reps, size_t min_bytes, size_t max_bytes)
                     iters = 1;
                 if (iters > 500)
                     iters = 500;
+                if (app && iters < APP_MIN_CALLS)
+                    iters = APP_MIN_CALLS;
                 MPI_Bcast(&iters, 1, MPI_INT, 0, MPI_COMM_WORLD);
                 t[(s * MAX_ALGOS + (size_t)a) * (size_t)reps + (size_t)r] =
-                    time_calls(coll, send, recv, count, comms[a], iters);
+                    app ? time_app(coll, send, recv, count, blocks, comms[a], iters, each)
+                        : time_calls(coll, send, recv, count, comms[a], iters);
             }
 
     if (rank == 0) {
-        printf("# %s on %d ranks: median of %d, microseconds per call\n", cname, nranks, reps);
+        printf("# %s on %d ranks: median of %d, microseconds per call%s\n", cname, nranks, reps,
+               app ? " (-app: each call after writing its input, median of the calls)" : "");
         printf("%-6s %10s", "ranks", "bytes");
         for (a = 0; a < nalgos; a++)
             printf(" %17s", algos[a]);
@@ -189,6 +262,7 @@ static void sweep(int coll, int reps, size_t min_bytes, size_t max_bytes)
     free(send);
     free(recv);
     free(t);
+    free(each);
 }
 
 int main(int argc, char **argv)
@@ -213,10 +287,12 @@ int main(int argc, char **argv)
             min_bytes = parse_bytes(argv[++i]);
         else if (strcmp(argv[i], "-max") == 0 && i + 1 < argc)
             max_bytes = parse_bytes(argv[++i]);
+        else if (strcmp(argv[i], "-app") == 0)
+            app = 1;
         else {
             if (rank == 0)
                 fprintf(stderr, "usage: tune_sweep [-c coll,...] [-x coll:algo,...] [-r reps] "
-                                "[-min bytes] [-max bytes]\n");
+                                "[-min bytes] [-max bytes] [-app]\n");
             MPI_Finalize();
             return 2;
         }

@@ -93,6 +93,7 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_ALLGATHER, 4, 2, 1024, "recdbl"},    /* 2 nodes x 2 */
         {XC_COLL_ALLGATHER, 4, 2, 1 << 20, "ring"},
         {XC_COLL_ALLGATHER, 4, 4, 1 << 20, "direct"}, /* one node */
+        {XC_COLL_ALLGATHER, 4, 4, 2 << 20, "recdbl"}, /* one node, 2 MiB blocks */
         {XC_COLL_ALLTOALL, 8, 2, 4096, "bruck"},
         {XC_COLL_ALLTOALL, 8, 2, 8192, "pairwise"},
         {XC_COLL_ALLTOALL, 8, 8, 16384, "pairwise"},
@@ -130,6 +131,7 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_REDUCE_SCATTER, 8, 2, 8192, "direct"},     /* 64 KiB in */
         {XC_COLL_REDUCE_SCATTER, 8, 8, 2048, "direct"},     /* one node */
         {XC_COLL_ALLREDUCE, 8, 8, 512 << 10, "rabenseifner"}, /* one node */
+        {XC_COLL_ALLREDUCE, 4, 2, 8 << 20, "hier2d"},       /* 2 nodes x 2 */
         {XC_COLL_ALLREDUCE, 8, 5, 512 << 10, "rabenseifner"}, /* 5 + 3: not measured */
         {XC_COLL_ALLREDUCE, 32, 4, 256 << 10, "hier2d"},
         {XC_COLL_ALLREDUCE, 64, 4, 256 << 10, "rabenseifner"}, /* modelled from 64 */
@@ -140,6 +142,41 @@ static void test_across_nodes(const xc_tune_t *t)
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         expect_choice(t, cases[i].coll, cases[i].nranks, cases[i].per_node, cases[i].bytes,
                       cases[i].want, __LINE__);
+}
+
+/* The candidate that serves on one node, where hier and hier2d decline. */
+static const char *served_on_one_node(const xc_tune_t *t, xc_coll_t coll, int nranks,
+                                      size_t bytes)
+{
+    const xc_tune_rule_t *r = xc_tune_match(t, coll, nranks, nranks, bytes);
+    for (int i = 0; r != NULL && i < r->ncandidates; i++)
+        if (strncmp(r->candidates[i]->name, "hier", 4) != 0)
+            return r->candidates[i]->name;
+    return "-";
+}
+
+/* The allreduce on one node of 2 and 4 ranks, timed as a program calls
+ * it (docs/TUNING.md, "As a program calls"). */
+static void test_one_node_allreduce(const xc_tune_t *t)
+{
+    static const struct {
+        int nranks;
+        size_t bytes;
+        const char *want;
+    } cases[] = {
+        {2, 32 << 10, "recdbl"},       {2, 256 << 10, "rabenseifner"},
+        {2, 1 << 20, "rabenseifner"},  {2, 2 << 20, "ring"},
+        {2, 4 << 20, "ring"},
+        {4, 32 << 10, "ring"},         {4, 128 << 10, "rabenseifner"},
+        {4, 2 << 20, "rabenseifner"},  {4, 4 << 20, "ring"},
+        {4, 64 << 20, "ring"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *got = served_on_one_node(t, XC_COLL_ALLREDUCE, cases[i].nranks,
+                                             cases[i].bytes);
+        CHECK(strcmp(got, cases[i].want) == 0, "allreduce on one node of %d, %zu bytes: %s "
+              "serves, want %s", cases[i].nranks, cases[i].bytes, got, cases[i].want);
+    }
 }
 
 static void test_defaults(void)
@@ -171,6 +208,7 @@ static void test_defaults(void)
             }
     passed++;
     test_across_nodes(t);
+    test_one_node_allreduce(t);
     xc_tune_free(t);
 }
 
