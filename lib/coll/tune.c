@@ -19,7 +19,8 @@
  * became the default within a node, 2026-12-02; bcast's at 5-8 ranks
  * again with buffers of data instead of untouched pages, 2026-12-07, and
  * from 64 KiB allreduce's at 2 and 4 ranks and allgather's at 4 timed
- * per call as a program makes it, after writing its input): the numbers,
+ * per call as a program makes it, after writing its input; small bcasts at
+ * 4-8 ranks linear, one hop, which no descheduled rank delays): the numbers,
  * the commands and the reasons for each threshold are in docs/TUNING.md.
  * Every collective has rules covering 0-inf, so any call finds a rule; the
  * "|ring"-style second candidates only matter if the first declines.
@@ -51,6 +52,7 @@ const char xc_tune_defaults[] =
     "allreduce@5-inf/1-4:128k-256k:hier2d|dbtree|ring,256k-1m:hier2d|rabenseifner|ring\n"
     "bcast:0-1m:binomial,1m-inf:chain|binomial\n"
     "bcast@5-8:8k-256k:linear|binomial,256k-inf:binomial\n"
+    "bcast@4-8/3-8:0-4k:linear|binomial\n"
     "reduce:0-inf:binomial\n"
     "reduce@2/2:0-inf:linear|binomial\n"
     "allgather:0-4k:recdbl|ring,4k-16k:ring,16k-inf:recdbl|ring\n"
