@@ -19,8 +19,9 @@
  * became the default within a node, 2026-12-02; bcast's at 5-8 ranks
  * again with buffers of data instead of untouched pages, 2026-12-07, and
  * from 64 KiB allreduce's at 2 and 4 ranks and allgather's at 4 timed
- * per call as a program makes it, after writing its input; small bcasts at
- * 4-8 ranks linear, one hop, which no descheduled rank delays): the numbers,
+ * per call as a program makes it, after writing its input; small bcasts,
+ * reduces and gathers at 4-8 ranks linear, one hop, which no descheduled
+ * rank delays): the numbers,
  * the commands and the reasons for each threshold are in docs/TUNING.md.
  * Every collective has rules covering 0-inf, so any call finds a rule; the
  * "|ring"-style second candidates only matter if the first declines.
@@ -55,6 +56,7 @@ const char xc_tune_defaults[] =
     "bcast@4-8/3-8:0-4k:linear|binomial\n"
     "reduce:0-inf:binomial\n"
     "reduce@2/2:0-inf:linear|binomial\n"
+    "reduce@4-8/3-8:0-4k:linear|binomial\n"
     "allgather:0-4k:recdbl|ring,4k-16k:ring,16k-inf:recdbl|ring\n"
     "allgather@2-8:0-inf:direct|ring\n"
     "allgather@4/4:2m-inf:recdbl|ring\n"
@@ -72,6 +74,7 @@ const char xc_tune_defaults[] =
     "alltoall@7/7:0-1k:pairwise|bruck\n"
     "alltoall@8/8:0-1k:pairwise|bruck\n"
     "gather:0-1k:binomial|linear,1k-inf:linear\n"
+    "gather@4-8/3-8:0-1k:linear|binomial\n"
     "scatter:0-inf:linear|binomial\n"
     "barrier:0-inf:dissemination|tree\n"
     "barrier@3-8:0-inf:direct|dissemination\n"

@@ -85,6 +85,11 @@ static void test_across_nodes(const xc_tune_t *t)
         {XC_COLL_BCAST, 8, 8, 8, "linear"},           /* one node */
         {XC_COLL_BCAST, 3, 3, 8, "binomial"},         /* one node of 3: the same sends */
         {XC_COLL_BCAST, 4, 2, 2048, "linear"},        /* 2 nodes x 2, its own rule */
+        {XC_COLL_REDUCE, 8, 8, 64, "linear"},         /* one node, since 2026-12-07 */
+        {XC_COLL_REDUCE, 8, 8, 4096, "binomial"},     /* one node */
+        {XC_COLL_REDUCE, 4, 2, 64, "binomial"},       /* 2 nodes x 2 */
+        {XC_COLL_GATHER, 6, 6, 64, "linear"},         /* one node, since 2026-12-07 */
+        {XC_COLL_GATHER, 8, 2, 64, "binomial"},       /* 4 nodes x 2 */
         {XC_COLL_BCAST, 4, 4, 4 << 20, "chain"},      /* one node */
         {XC_COLL_ALLGATHER, 8, 2, 4 << 20, "ring"},
         {XC_COLL_ALLGATHER, 8, 2, 512 << 10, "ring"},  /* 4 MiB gathered */
