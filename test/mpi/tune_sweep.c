@@ -75,7 +75,11 @@ static double time_calls(int coll, void *send, void *recv, size_t count, xcoll_c
     return tmax;
 }
 
-static int cmp_double(const void *a, const void *b);
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
 
 /* -app: time each call as a program makes it. Before it the rank writes
  * the bytes the call reads (a training step's fresh gradients), then an
@@ -151,12 +155,6 @@ static void fill(void *buf, size_t bytes)
     const float one = 1.0f;
     for (size_t i = 0; i + sizeof(one) <= bytes; i += sizeof(one))
         memcpy((char *)buf + i, &one, sizeof(one));
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static size_t parse_bytes(const char *s)
