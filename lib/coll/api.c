@@ -550,6 +550,14 @@ static xcoll_status_t start_reduce(const xcoll_args_t *g, xcoll_comm_t comm,
     return post_call(comm, &c, g, XC_COLL_REDUCE, what, req);
 }
 
+/* 1 if p is block `rank` of base, blocks of `block` bytes: the in-place
+ * layouts of allgather and reduce_scatter. In integers: a count that
+ * overflows (the full path reports it) must not make an address. */
+static int is_block_of(const void *p, const void *base, int rank, size_t block)
+{
+    return (uintptr_t)p == (uintptr_t)base + (size_t)rank * block;
+}
+
 /* ---------------------------------------------------------------- allgather */
 
 static xcoll_status_t start_allgather(const xcoll_args_t *g, xcoll_comm_t comm,
@@ -560,13 +568,11 @@ static xcoll_status_t start_allgather(const xcoll_args_t *g, xcoll_comm_t comm,
     call_t c;
     if (g->recvbuf != NULL && g->sendbuf != NULL && xc_dtype_valid(g->dtype) &&
         xc_comm_usable(comm)) {
-        /* in integers: a count that overflows (the full path reports it)
-         * must not make an address; where it wraps, the count is not the
-         * express shape's, whose bytes fit, and the lane is not taken */
-        const size_t block = g->count * xcoll_dtype_size(g->dtype);
+        /* where count * size wraps, the count is not the express shape's,
+         * whose bytes fit, and the lane is not taken */
         const int same = IN_PLACE(g->sendbuf) ||
-                         (uintptr_t)g->sendbuf ==
-                             (uintptr_t)g->recvbuf + (size_t)comm->rank * block;
+                         is_block_of(g->sendbuf, g->recvbuf, comm->rank,
+                                     g->count * xcoll_dtype_size(g->dtype));
         if ((rc = express(comm, XC_COLL_ALLGATHER, g, XCOLL_SUM, 0, same,
                           same ? NULL : g->sendbuf, g->recvbuf, req, what)) != XC_NOT_EXPRESS)
             return rc;
@@ -577,7 +583,7 @@ static xcoll_status_t start_allgather(const xcoll_args_t *g, xcoll_comm_t comm,
         return rc;
     c.in_place = in_place_of(g, g->sendbuf,
                              g->recvbuf != NULL &&
-                                 g->sendbuf == (char *)g->recvbuf + (size_t)comm->rank * bytes);
+                                 is_block_of(g->sendbuf, g->recvbuf, comm->rank, bytes));
     if ((rc = take_send(&c, g, what, "sendbuf", bytes)) != XCOLL_OK)
         return rc;
     c.op = XCOLL_SUM;
@@ -598,11 +604,9 @@ static xcoll_status_t start_reduce_scatter(const xcoll_args_t *g, xcoll_comm_t c
     if (g->sendbuf != NULL && g->recvbuf != NULL && !IN_PLACE(g->sendbuf) &&
         xc_dtype_valid(g->dtype) && xc_comm_usable(comm)) {
         const char *in = g->sendbuf;
-        /* in integers, as allgather's in place */
         const int nccl = g->count > 0 &&
-                         (uintptr_t)g->recvbuf == (uintptr_t)in + (size_t)comm->rank *
-                                                                      g->count *
-                                                                      xcoll_dtype_size(g->dtype);
+                         is_block_of(g->recvbuf, in, comm->rank,
+                                     g->count * xcoll_dtype_size(g->dtype));
         if ((rc = express(comm, XC_COLL_REDUCE_SCATTER, g, g->op, 0, nccl, nccl ? NULL : in,
                           nccl ? (void *)(uintptr_t)in : g->recvbuf, req, what)) !=
             XC_NOT_EXPRESS)
@@ -624,7 +628,7 @@ static xcoll_status_t start_reduce_scatter(const xcoll_args_t *g, xcoll_comm_t c
     }
     input = (char *)(uintptr_t)g->sendbuf;
     if (g->send_layout == NULL && g->recv_layout == NULL && g->count > 0 &&
-        (char *)g->recvbuf == input + (size_t)comm->rank * bytes) { /* NCCL layout */
+        is_block_of(g->recvbuf, input, comm->rank, bytes)) { /* NCCL layout */
         c.in_place = 1;
         c.recvbuf = input;
         return post_call(comm, &c, g, XC_COLL_REDUCE_SCATTER, what, req);
