@@ -419,6 +419,41 @@ done
 for np in 1 2 3 4; do
     run test_repeat $np
 done
+# The in-place layouts are taken as such (xcoll.h): allgather's sendbuf ==
+# recvbuf + rank*count, reduce_scatter's recvbuf == sendbuf + rank*count
+# (NCCL) and XCOLL_IN_PLACE. Results cannot tell (copying a block onto
+# itself is right too, only slower), so each call's info line is checked:
+# ", in place" on exactly the calls seq_layouts makes in place, on every
+# rank, first calls and repeats (the express lane) alike.
+inplace_signature() { # FILE RANK: one mark per call, + in place, - not
+    awk -v r="[xcoll r$2]" '
+        index($0, r) == 1 && $4 ~ /^(reduce_scatter|allgather|alltoall)$/ && $5 == "seq" {
+            if ($4 != last) { out = out (out == "" ? "" : " ") $4 ":"; last = $4 }
+            out = out (index($0, ", in place") ? "+" : "-")
+        }
+        END { print out }' "$1"
+}
+for np in 2 3; do
+    err=$logdir/test_repeat.layouts.$np.err
+    # shellcheck disable=SC2086
+    XCOLL_LOG=info timeout "$TEST_TIMEOUT" $MPIRUN $MPIRUN_FLAGS -np "$np" \
+        "$bindir/test_repeat" layouts > /dev/null 2> "$err"
+    rc=$?
+    want="reduce_scatter:-++--++- allgather:-+--+- alltoall:-+-+"
+    bad=
+    for r in $(seq 0 $((np - 1))); do
+        got=$(inplace_signature "$err" "$r")
+        [ "$got" = "$want" ] || bad="$bad rank $r: '$got';"
+    done
+    if [ "$rc" -eq 0 ] && [ -z "$bad" ]; then
+        echo "run_mpi_tests: PASS test_repeat.layouts -np $np: in place as laid out"
+        passed=$((passed + 1))
+    else
+        echo "run_mpi_tests: FAIL test_repeat.layouts -np $np (rc $rc): want '$want' on every rank;$bad"
+        failed=$((failed + 1))
+        failed_runs="$failed_runs test_repeat.layouts@$np"
+    fi
+done
 # Point-to-point order where a message already waits as a receive is
 # posted: within shared memory, and through UCX alone
 for np in 2 3; do
