@@ -84,6 +84,12 @@ static xcoll_status_t check_buf(const char *what, const char *name, const void *
         xc_error("%s: %s is NULL with count %zu", what, name, count);
         return XCOLL_ERR_INVALID_ARG;
     }
+    /* the marker is the address 1: where it is not a documented in-place
+     * form it is no buffer, whatever the count */
+    if (IN_PLACE(buf)) {
+        xc_error("%s: %s is XCOLL_IN_PLACE, which is no buffer there", what, name);
+        return XCOLL_ERR_INVALID_ARG;
+    }
     return XCOLL_OK;
 }
 
@@ -434,8 +440,9 @@ static xcoll_status_t express(xcoll_comm_t comm, xc_coll_t coll, const xcoll_arg
     xcoll_status_t rc;
     call_t c;
     int locked;
+    /* a marker where a buffer belongs fails on the full path */
     if (g->stream != NULL || g->send_layout != NULL || g->recv_layout != NULL || req == NULL ||
-        g->no_fallback || !xc_comm_usable(comm))
+        g->no_fallback || IN_PLACE(send) || IN_PLACE(recv) || !xc_comm_usable(comm))
         return XC_NOT_EXPRESS;
     locked = xc_lock();
     cs = comm->express.cs;

@@ -59,6 +59,30 @@ int main(int argc, char **argv)
     TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_send(NULL, 4, XCOLL_INT32, 0, 0, comm, NULL));
     TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_recv(NULL, 4, XCOLL_INT32, 0, 0, comm, NULL));
 
+    /* --- XCOLL_IN_PLACE where no in-place form is documented: the marker
+     * is the address 1, no buffer. Each right after the same call with real
+     * buffers, which a repeat may shortcut (the express lane). Not the
+     * rooted calls' buffers that only the root reads: there the others
+     * would go on into the collective. --- */
+    {
+        void *const ip = (void *)(uintptr_t)XCOLL_IN_PLACE;
+        const int peer = (rank + 1) % size;
+        TC_EXPECT(XCOLL_OK, xcoll_allreduce(sbuf, rbuf, 4, XCOLL_INT32, XCOLL_SUM, comm, NULL));
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_allreduce(sbuf, ip, 4, XCOLL_INT32, XCOLL_SUM, comm, NULL));
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_allreduce(XCOLL_IN_PLACE, ip, 4, XCOLL_INT32, XCOLL_SUM, comm, NULL));
+        TC_EXPECT(XCOLL_OK, xcoll_bcast(rbuf, 4, XCOLL_INT32, 0, comm, NULL));
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_bcast(ip, 4, XCOLL_INT32, 0, comm, NULL));
+        TC_EXPECT(XCOLL_OK, xcoll_allgather(sbuf, rbuf, 4, XCOLL_INT32, comm, NULL));
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_allgather(sbuf, ip, 4, XCOLL_INT32, comm, NULL));
+        TC_EXPECT(XCOLL_OK, xcoll_reduce_scatter(rbuf, sbuf, 4, XCOLL_INT32, XCOLL_SUM, comm, NULL));
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_reduce_scatter(rbuf, ip, 4, XCOLL_INT32, XCOLL_SUM, comm, NULL));
+        TC_EXPECT(XCOLL_OK, xcoll_alltoall(sbuf, rbuf, 4, XCOLL_INT32, comm, NULL));
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_alltoall(XCOLL_IN_PLACE, ip, 4, XCOLL_INT32, comm, NULL));
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_alltoall(sbuf, ip, 4, XCOLL_INT32, comm, NULL));
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_send(XCOLL_IN_PLACE, 4, XCOLL_INT32, peer, 0, comm, NULL));
+        TC_EXPECT(XCOLL_ERR_INVALID_ARG, xcoll_recv(ip, 4, XCOLL_INT32, peer, 0, comm, NULL));
+    }
+
     /* --- dtype and op --- */
     TC_EXPECT(XCOLL_ERR_INVALID_DTYPE, xcoll_allreduce(sbuf, rbuf, 4, BAD_DTYPE, XCOLL_SUM, comm, NULL));
     TC_EXPECT(XCOLL_ERR_INVALID_DTYPE, xcoll_allreduce(sbuf, rbuf, 4, (xcoll_dtype_t)-1, XCOLL_SUM, comm, NULL));
