@@ -106,8 +106,11 @@ typedef enum {
 } xcoll_dtype_t;
 
 /* Reduction operators. AVG is the sum divided by the number of ranks
- * (integer division, truncating, for integer types). BAND, BOR and BXOR
- * are valid on integer types only. */
+ * (integer division, truncating, for integer types). The sum is carried in
+ * the element type, as SUM's is: an integer sum wraps, and a float16 sum
+ * past 65504 is inf even where the average is not (to average such values,
+ * divide each by the number of ranks and use SUM, as NCCL's AVG and torch's
+ * ReduceOp.AVG do). BAND, BOR and BXOR are valid on integer types only. */
 typedef enum {
     XCOLL_SUM = 0,
     XCOLL_PROD,

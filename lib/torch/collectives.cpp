@@ -178,6 +178,22 @@ xcoll_op_t reduce_op(const c10d::ReduceOp& rop, const at::Tensor& t, const char*
                     "on every reducible dtype; BAND, BOR, BXOR on integers and bool)");
 }
 
+// ReduceOp.AVG on floating tensors: torch documents it as dividing the
+// values by the group's size before summing (NCCL's premultiplied sum), so
+// a float16 average of values whose sum passes 65504 stays finite, where
+// xcoll's AVG divides the sum (xcoll.h). Integers keep xcoll's AVG, the
+// truncated quotient of the sum, as NCCL computes it.
+bool premul(const c10d::ReduceOp& rop, const at::Tensor& t) {
+  return rop.op_ == c10d::ReduceOp::AVG && at::isFloatingType(t.scalar_type());
+}
+
+// The input of a premultiplied AVG: x divided in place where x is the
+// backend's own or is overwritten by the result anyway, else a new tensor.
+at::Tensor premultiplied(const Group& g, at::Tensor x, bool in_place) {
+  const double n = (double)g.size();
+  return in_place ? x.div_(n) : x.div(n);
+}
+
 using Start = std::function<xcoll_status_t(xcoll_comm_t, xcoll_request_t*)>;
 
 }  // namespace
@@ -186,8 +202,11 @@ c10::intrusive_ptr<c10d::Work> allreduce(Group& g, std::vector<at::Tensor>& tens
                                          const c10d::AllreduceOptions& opts) {
   const at::Tensor& t = only_tensor(tensors, "all_reduce");
   const xcoll_dtype_t dt = reduce_dtype(t, "all_reduce");
-  const xcoll_op_t op = reduce_op(opts.reduceOp, t, "all_reduce");
+  const bool pre = premul(opts.reduceOp, t);
+  const xcoll_op_t op = pre ? XCOLL_SUM : reduce_op(opts.reduceOp, t, "all_reduce");
   at::Tensor buf = dense_out(t, true);
+  if (pre)
+    premultiplied(g, buf, true);
   void* p = mem(buf);
   const size_t n = (size_t)buf.numel();
   auto w = g.work(c10d::OpType::ALLREDUCE, "xcoll:all_reduce", tensors, {buf});
@@ -206,8 +225,12 @@ c10::intrusive_ptr<c10d::Work> allreduce_coalesced(Group& g, std::vector<at::Ten
                      tensors[0].scalar_type(), " and ", t.scalar_type());
   }
   const xcoll_dtype_t dt = reduce_dtype(tensors[0], "all_reduce_coalesced");
-  const xcoll_op_t op = reduce_op(opts.reduceOp, tensors[0], "all_reduce_coalesced");
-  at::Tensor flat = flatten(tensors);
+  const bool pre = premul(opts.reduceOp, tensors[0]);
+  const xcoll_op_t op =
+      pre ? XCOLL_SUM : reduce_op(opts.reduceOp, tensors[0], "all_reduce_coalesced");
+  at::Tensor flat = flatten(tensors); // the backend's own
+  if (pre)
+    premultiplied(g, flat, true);
   void* p = mem(flat);
   const size_t n = (size_t)flat.numel();
   auto w = g.work(c10d::OpType::ALLREDUCE_COALESCED, "xcoll:all_reduce_coalesced", tensors,
@@ -240,10 +263,13 @@ c10::intrusive_ptr<c10d::Work> reduce(Group& g, std::vector<at::Tensor>& tensors
   TORCH_CHECK_VALUE(opts.rootTensor == 0, XT_WHO "reduce: root tensor ", opts.rootTensor,
                     " of one");
   const xcoll_dtype_t dt = reduce_dtype(t, "reduce");
-  const xcoll_op_t op = reduce_op(opts.reduceOp, t, "reduce");
+  const bool pre = premul(opts.reduceOp, t);
+  const xcoll_op_t op = pre ? XCOLL_SUM : reduce_op(opts.reduceOp, t, "reduce");
   const int root = (int)opts.rootRank;
   const bool at_root = g.rank() == root;
   at::Tensor buf = dense_out(t, true);
+  if (pre) // elsewhere than the root, t stays as it was
+    buf = premultiplied(g, buf, at_root);
   void* p = mem(buf);
   const size_t n = (size_t)buf.numel();
   auto w = g.work(c10d::OpType::REDUCE, "xcoll:reduce", tensors, {buf});
@@ -358,8 +384,11 @@ c10::intrusive_ptr<c10d::Work> reduce_scatter(Group& g, std::vector<at::Tensor>&
   for (const auto& i : inputs[0])
     check_like(i, t, "reduce_scatter", "an input tensor");
   const xcoll_dtype_t dt = reduce_dtype(t, "reduce_scatter");
-  const xcoll_op_t op = reduce_op(opts.reduceOp, t, "reduce_scatter");
-  at::Tensor flat = flatten(inputs[0]);
+  const bool pre = premul(opts.reduceOp, t);
+  const xcoll_op_t op = pre ? XCOLL_SUM : reduce_op(opts.reduceOp, t, "reduce_scatter");
+  at::Tensor flat = flatten(inputs[0]); // the backend's own
+  if (pre)
+    premultiplied(g, flat, true);
   at::Tensor out = dense_out(t, false);
   void *pin = mem(flat), *pout = mem(out);
   const size_t n = (size_t)out.numel();
@@ -374,8 +403,12 @@ c10::intrusive_ptr<c10d::Work> reduce_scatter_base(Group& g, at::Tensor& output,
                                                    const c10d::ReduceScatterOptions& opts) {
   check_blocks(g, input, "input", output, "output", "reduce_scatter_tensor");
   const xcoll_dtype_t dt = reduce_dtype(output, "reduce_scatter_tensor");
-  const xcoll_op_t op = reduce_op(opts.reduceOp, output, "reduce_scatter_tensor");
+  const bool pre = premul(opts.reduceOp, output);
+  const xcoll_op_t op =
+      pre ? XCOLL_SUM : reduce_op(opts.reduceOp, output, "reduce_scatter_tensor");
   at::Tensor in = dense_in(input);
+  if (pre) // the input stays as it was
+    in = premultiplied(g, in, false);
   at::Tensor out = dense_out(output, false);
   void *pin = mem(in), *pout = mem(out);
   const size_t n = (size_t)out.numel();

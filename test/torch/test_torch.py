@@ -142,7 +142,14 @@ def test_all_reduce(gloo):
                 t = data(RANK, n, dtype)
                 dist.all_reduce(t, op=op)
                 want = expected_reduce(op, n, dtype)
-                check(name, same(t, want), "got %s want %s" % (t[:8], want[:8]))
+                if op == dist.ReduceOp.AVG and dtype.is_floating_point:
+                    # torch: AVG divides each value by the world size, then
+                    # sums, so the last bit depends on the order of the sum
+                    check(name, t.dtype == want.dtype and t.shape == want.shape and
+                          torch.allclose(t.double(), want.double(), rtol=1e-2, atol=0),
+                          "got %s want %s" % (t[:8], want[:8]))
+                else:
+                    check(name, same(t, want), "got %s want %s" % (t[:8], want[:8]))
                 if dtype == torch.bool and n > 0:
                     # a bool is one byte holding 0 or 1: a sum of 1s would
                     # hold 2.. (and wrap to 0 at 256 ranks)
@@ -153,6 +160,25 @@ def test_all_reduce(gloo):
                     g = data(RANK, n, dtype)
                     dist.all_reduce(g, op=op, group=gloo)
                     check(name + " vs gloo", same(t, g))
+    # AVG of float16 values whose sum passes float16's 65504: the average
+    # is in range, and torch's AVG (values divided, then summed) gives it
+    for n in (3, 5000):
+        t = torch.full((n,), 60000.0, dtype=torch.float16)
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        check("all_reduce float16 AVG near 65504 n=%d" % n,
+              bool(torch.isfinite(t).all()) and
+              bool(((t.double() - 60000.0).abs() <= 64).all()), "got %s" % t[:4])
+        u = torch.full((2 * SIZE,), 60000.0, dtype=torch.float16)
+        out = torch.zeros(2, dtype=torch.float16)
+        dist.reduce_scatter_tensor(out, u, op=dist.ReduceOp.AVG)
+        check("reduce_scatter_tensor float16 AVG near 65504",
+              bool(((out.double() - 60000.0).abs() <= 64).all()) and
+              bool((u == 60000.0).all()), "got %s (input %s)" % (out, u[:2]))
+        r = torch.full((n,), 60000.0, dtype=torch.float16)
+        dist.reduce(r, dst=SIZE - 1, op=dist.ReduceOp.AVG)
+        check("reduce float16 AVG near 65504 n=%d" % n,
+              bool(((r.double() - 60000.0).abs() <= 64).all()),
+              "got %s (non-root tensors are left as they were)" % r[:4])
     # in a non-contiguous view: the result there, the rest of the base untouched
     for n in (5, 3000):
         v, base = noncontig(data(RANK, n, torch.float32))
