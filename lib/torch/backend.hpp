@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -99,10 +100,14 @@ class Group {
   xcoll_comm_t comm_ = nullptr;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<Work*> finished_;  // noted by xcoll, not yet completed (each holds a reference)
-  size_t pending_ = 0;           // posted and not yet completed
+  std::deque<Work*> finished_;  // noted by xcoll, not yet completed (each holds a reference)
+  size_t pending_ = 0;          // posted and not yet completed
   bool stopping_ = false;
-  std::thread completer_;
+  // Completion threads: the first, and those started when every one was
+  // busy completing (in a future's callbacks, which may wait for another
+  // call of this group); each waits for finished_ when idle.
+  std::vector<std::thread> completers_;
+  size_t idle_ = 0;
 };
 
 // The collectives (collectives.cpp), as the ProcessGroup methods of any

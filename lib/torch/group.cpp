@@ -3,12 +3,17 @@
 //
 // Threads: torch posts from its callers' threads (the main thread, and the
 // autograd thread for DDP's gradient buckets); xcoll's progress thread
-// moves the bytes; this file's completion thread, one per group, runs what
-// must follow a finished request: staged copies back into the caller's
-// tensors, Work::finish, and the future's callbacks (DDP's hooks), none of
-// which may run inside xcoll's callback. Requests finish in any order (a
-// receive may wait on a peer that first needs a later barrier), so the
-// thread completes them in the order xcoll reports, never in posting order.
+// moves the bytes; this file's completion threads run what must follow a
+// finished request: staged copies back into the caller's tensors,
+// Work::finish, and the future's callbacks (DDP's hooks), none of which
+// may run inside xcoll's callback. Requests finish in any order (a
+// receive may wait on a peer that first needs a later barrier), so they
+// are completed in the order xcoll reports, never in posting order.
+// A callback may itself wait for another call of the group (torch's
+// PowerSGD hook waits for an all_reduce inside then()): that call's
+// completion must not queue behind the callback, so a thread that takes a
+// request while no other is idle starts one more first. Usually there are
+// two: one completing, one waiting.
 #include "backend.hpp"
 
 #include <cstring>
@@ -123,7 +128,7 @@ Group::Group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
   TORCH_CHECK(st == XCOLL_OK, "xcoll backend: creating the communicator of rank ", rank, " of ",
               size, " failed: ", xcoll_strerror(st),
               sb.error.empty() ? std::string() : " (store: " + sb.error + ")");
-  completer_ = std::thread([this] { completion_loop(); });
+  completers_.emplace_back([this] { completion_loop(); });
 }
 
 Group::~Group() { shutdown(); }
@@ -134,10 +139,12 @@ void Group::shutdown() {
     stopping_ = true;
   }
   cv_.notify_all();
-  // the thread leaves once every posted request has finished: each ends
-  // within the communicator's timeout
-  if (completer_.joinable())
-    completer_.join();
+  // the threads leave once every posted request has finished: each ends
+  // within the communicator's timeout. None starts once stopping_ is set,
+  // so the list is final.
+  for (auto& t : completers_)
+    if (t.joinable())
+      t.join();
   if (comm_ != nullptr)
     xcoll_comm_destroy(comm_);
   comm_ = nullptr;
@@ -188,13 +195,19 @@ void Group::on_finished(void* arg) {
 void Group::completion_loop() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
+    idle_++;
     cv_.wait(lk, [this] { return !finished_.empty() || (stopping_ && pending_ == 0); });
-    if (finished_.empty())
+    idle_--;
+    if (finished_.empty()) {
+      cv_.notify_all(); // the other idle threads leave too
       return;
-    std::vector<Work*> batch;
-    batch.swap(finished_);
+    }
+    Work* raw = finished_.front();
+    finished_.pop_front();
+    if (idle_ == 0 && !stopping_)
+      completers_.emplace_back([this] { completion_loop(); });
     lk.unlock();
-    for (Work* raw : batch) {
+    {
       auto w = c10::intrusive_ptr<Work>::reclaim(raw);
       int done = 0;
       // finished already: this only hands the request back with its status
@@ -202,7 +215,9 @@ void Group::completion_loop() {
       w->complete(done ? st : XCOLL_ERR_INTERNAL);
     }
     lk.lock();
-    pending_ -= batch.size();
+    pending_--;
+    if (stopping_ && pending_ == 0)
+      cv_.notify_all();
   }
 }
 

@@ -103,6 +103,7 @@ for np in 1 2 3 4; do
     mpi $np "$tests/test_ddp.py"
 done
 mpi 2 "$tests/test_ddp.py" --bucket-mb 25
+mpi 3 "$tests/test_ddp.py" --hook powersgd
 for ex in all_reduce.py all_gather.py all_to_all.py; do
     mpi 4 "$examples/$ex"
 done

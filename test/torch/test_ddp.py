@@ -9,7 +9,12 @@ different seeds here, so a broken broadcast shows). At 1 and 2 ranks the
 parameters must be bit-identical (a sum of two floats does not depend on
 order); at more, equal up to the order of summation.
 
-Usage: test_ddp.py [--bucket-mb MB]   (run by run_torch_tests.sh under mpirun)
+With --hook powersgd both models use torch's PowerSGD comm hook, whose
+future callbacks run all_reduces and wait for them (a backend that
+completes futures on one thread deadlocks there).
+
+Usage: test_ddp.py [--bucket-mb MB] [--hook none|powersgd]
+(run by run_torch_tests.sh under mpirun)
 """
 import argparse
 import copy
@@ -32,6 +37,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bucket-mb", type=float, default=0.01,
                     help="DDP bucket size: small, so that several buckets overlap the backward")
+    ap.add_argument("--hook", choices=("none", "powersgd"), default="none",
+                    help="powersgd: torch's PowerSGD comm hook on both models, whose "
+                    "callbacks wait for all_reduces of their own")
     args = ap.parse_args()
     dist.init_process_group("xcoll", rank=RANK, world_size=SIZE,
                             timeout=datetime.timedelta(seconds=120))
@@ -42,6 +50,15 @@ def main():
                                 torch.nn.Linear(64, 4))
     mx = DDP(copy.deepcopy(model), bucket_cap_mb=args.bucket_mb)
     mg = DDP(copy.deepcopy(model), process_group=gloo, bucket_cap_mb=args.bucket_mb)
+    if args.hook == "powersgd":
+        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+        # compression from step 2 on; both states seed their random
+        # matrices alike
+        for m, pg in ((mx, None), (mg, gloo)):
+            m.register_comm_hook(psgd.PowerSGDState(process_group=pg,
+                                                    matrix_approximation_rank=1,
+                                                    start_powerSGD_iter=2),
+                                 psgd.powerSGD_hook)
     ox = torch.optim.SGD(mx.parameters(), lr=0.05, momentum=0.9)
     og = torch.optim.SGD(mg.parameters(), lr=0.05, momentum=0.9)
     fails = 0

@@ -442,6 +442,17 @@ def test_async():
     fut = dist.all_reduce(t, async_op=True).get_future().then(lambda f: f.value()[0] * 2)
     check("get_future().then", same(fut.wait(), expected_reduce(dist.ReduceOp.SUM, 50,
                                                                 torch.int64) * 2))
+    # a callback that runs a collective and waits for it (torch's PowerSGD
+    # hook does): its completion must not queue behind the callback
+    def inner(f):
+        x = torch.full((3,), 2.0)
+        dist.all_reduce(x)
+        y = torch.ones(2)
+        dist.all_reduce(y, async_op=True).get_future().wait()
+        return f.value()[0] + x + y.sum()
+    fut = dist.all_reduce(torch.ones(3), async_op=True).get_future().then(inner)
+    check("then() waiting for collectives", same(fut.wait(), torch.full((3,), 5.0 * SIZE)),
+          str(fut.value()))
     # completes without wait: is_completed turns true on its own
     t = data(RANK, 10, torch.int32)
     w = dist.all_reduce(t, async_op=True)
