@@ -484,6 +484,53 @@ static void test_reduce(void)
         }
 }
 
+/* Buffers at any address (xcoll.h asks no alignment): reduce and divide
+ * from and into buffers one and three bytes past an aligned one must give
+ * the aligned buffers' bits. Run under UBSan (make check's second pass),
+ * a load through a misaligned typed pointer fails here. */
+static void test_unaligned(void)
+{
+    static const size_t counts[] = {1, 7, 17, 1027};
+    enum { MAXC = 1027, PAD = 8 };
+    static _Alignas(64) unsigned char a[MAXC * 8], b[MAXC * 8], want[MAXC * 8];
+    static _Alignas(64) unsigned char ua[MAXC * 8 + PAD], ub[MAXC * 8 + PAD], ud[MAXC * 8 + PAD];
+    static _Alignas(64) unsigned char got[MAXC * 8];
+    for (size_t t = 0; t < N_DTYPES; t++) {
+        const xcoll_dtype_t dt = ALL_DTYPES[t];
+        const size_t sz = esize(dt);
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            const size_t n = counts[c], bytes = n * sz;
+            const size_t skew = c % 2 ? 3 : 1;
+            fill(dt, a, n);
+            fill(dt, b, n);
+            for (size_t o = 0; o < N_OPS; o++) {
+                if (!xc_op_allowed(dt, ALL_OPS[o]))
+                    continue;
+                xc_reduce(want, a, b, n, dt, ALL_OPS[o]);
+                memcpy(ua + skew, a, bytes);
+                memcpy(ub + skew, b, bytes);
+                xc_reduce(ud + skew, ua + skew, ub + skew, n, dt, ALL_OPS[o]);
+                memcpy(got, ud + skew, bytes);
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++)
+                    bad += !elem_equal(dt, got + i * sz, want + i * sz);
+                check(bad == 0, "reduce %s %s count %zu at +%zu bytes: %zu differ from aligned",
+                      xcoll_dtype_name(dt), xcoll_op_name(ALL_OPS[o]), n, skew, bad);
+            }
+            memcpy(want, a, bytes);
+            xc_divide(want, n, dt, 3);
+            memcpy(ud + skew, a, bytes);
+            xc_divide(ud + skew, n, dt, 3);
+            memcpy(got, ud + skew, bytes);
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++)
+                bad += !elem_equal(dt, got + i * sz, want + i * sz);
+            check(bad == 0, "divide %s count %zu at +%zu bytes: %zu differ from aligned",
+                  xcoll_dtype_name(dt), n, skew, bad);
+        }
+    }
+}
+
 /* Edge values each op must get right, with exact expected answers. */
 static void test_reduce_known(void)
 {
@@ -713,6 +760,7 @@ int main(void)
     test_fmt_rounding(&FMT_BF16);
     test_reduce_known();
     test_reduce();
+    test_unaligned();
     test_reduce_invalid();
     test_divide();
     printf("test_dtype: %lu passed, %lu failed\n", n_pass, n_fail);
