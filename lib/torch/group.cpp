@@ -18,6 +18,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 
 #include <ATen/core/ivalue.h>
 #include <ATen/core/jit_type.h>
@@ -204,8 +205,14 @@ void Group::completion_loop() {
     }
     Work* raw = finished_.front();
     finished_.pop_front();
-    if (idle_ == 0 && !stopping_)
-      completers_.emplace_back([this] { completion_loop(); });
+    if (idle_ == 0 && !stopping_) {
+      try {
+        completers_.emplace_back([this] { completion_loop(); });
+      } catch (const std::system_error&) {
+        // no thread to be had: completions go on here, and only a callback
+        // that waits for a later call of the group can stall them
+      }
+    }
     lk.unlock();
     {
       auto w = c10::intrusive_ptr<Work>::reclaim(raw);
