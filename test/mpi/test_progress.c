@@ -57,6 +57,16 @@ static xcoll_comm_t comm_with_thread(MPI_Comm mc)
 }
 
 /* 1. Completion without the caller. */
+static void mark_finished(void *flag)
+{
+    __atomic_store_n((int *)flag, 1, __ATOMIC_RELEASE);
+}
+
+static int finished(const int *flag)
+{
+    return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+}
+
 static void test_overlap(xcoll_comm_t comm, size_t count)
 {
     const int P = tc.size;
@@ -65,6 +75,7 @@ static void test_overlap(xcoll_comm_t comm, size_t count)
     size_t blk = count / (size_t)P, i;
     xcoll_request_t r1 = NULL, r2 = NULL;
     int done1 = 0, done2 = 0, bad = 0;
+    int fin1 = 0, fin2 = 0; /* set by the callbacks: alive until both finish */
     for (i = 0; i < count; i++) {
         in[i] = (float)(tc.rank + 1);
         a2a_in[i] = tc.rank * 1000 + (int)(i / (blk ? blk : 1));
@@ -73,13 +84,23 @@ static void test_overlap(xcoll_comm_t comm, size_t count)
     TC_EXPECT(XCOLL_OK, xcoll_iallreduce(in, out, count, XCOLL_FLOAT32, XCOLL_SUM, comm, NULL, &r1));
     TC_EXPECT(XCOLL_OK,
               xcoll_ialltoall(a2a_in, a2a_out, blk, XCOLL_INT32, comm, NULL, &r2));
-    compute(0.4); /* no xcoll call: only the thread can move them */
+    /* no xcoll call: only the thread can move them. 0.4 s is plenty on
+     * a quiet machine; make check runs suites side by side, and 4 ranks
+     * computing on 2 cores beside them kept a rank's thread off the cores
+     * longer (twice in CI, across nodes), so the compute goes on, still
+     * without calling xcoll, until the thread says both finished (the
+     * callbacks it runs) or 10 s have passed. */
+    TC_EXPECT(XCOLL_OK, xcoll_request_notify(r1, mark_finished, &fin1));
+    TC_EXPECT(XCOLL_OK, xcoll_request_notify(r2, mark_finished, &fin2));
+    compute(0.4);
+    for (int k = 0; k < 96 && !(finished(&fin1) && finished(&fin2)); k++)
+        compute(0.1);
     TC_EXPECT(XCOLL_OK, xcoll_test(&r1, &done1));
     TC_EXPECT(XCOLL_OK, xcoll_test(&r2, &done2));
     if (done1 && done2)
         tc_pass();
     else
-        tc_fail("%zu elements: after 0.4 s of compute the allreduce is %s, the alltoall %s",
+        tc_fail("%zu elements: after 0.4-10 s of compute the allreduce is %s, the alltoall %s",
                 count, done1 ? "done" : "NOT done", done2 ? "done" : "NOT done");
     if (!done1)
         TC_EXPECT(XCOLL_OK, xcoll_wait(&r1));
