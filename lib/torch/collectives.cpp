@@ -147,9 +147,19 @@ const char* op_name(c10d::ReduceOp::RedOpType op) {
 
 // Bool tensors reduce as NCCL's do: SUM is a logical or (MAX of 0 and 1),
 // PRODUCT a logical and (MIN); AVG has no bool meaning.
-xcoll_op_t reduce_op(const c10d::ReduceOp& rop, const at::Tensor& t, const char* what) {
+// ReduceOp.AVG on floating tensors: torch documents it as dividing the
+// values by the group's size before summing (NCCL's premultiplied sum), so
+// a float16 average of values whose sum passes 65504 stays finite, where
+// xcoll's AVG divides the sum (xcoll.h): SUM, with *divide_first set.
+// Integers keep xcoll's AVG, the truncated quotient of the sum, as NCCL
+// computes it.
+xcoll_op_t reduce_op(const c10d::ReduceOp& rop, const at::Tensor& t, const char* what,
+                     bool* divide_first) {
   const bool is_bool = t.scalar_type() == at::kBool;
   const bool is_float = at::isFloatingType(t.scalar_type());
+  *divide_first = rop.op_ == c10d::ReduceOp::AVG && is_float;
+  if (*divide_first)
+    return XCOLL_SUM;
   switch (rop.op_) {
     case c10d::ReduceOp::SUM: return is_bool ? XCOLL_MAX : XCOLL_SUM;
     case c10d::ReduceOp::PRODUCT: return is_bool ? XCOLL_MIN : XCOLL_PROD;
@@ -178,15 +188,6 @@ xcoll_op_t reduce_op(const c10d::ReduceOp& rop, const at::Tensor& t, const char*
                     "on every reducible dtype; BAND, BOR, BXOR on integers and bool)");
 }
 
-// ReduceOp.AVG on floating tensors: torch documents it as dividing the
-// values by the group's size before summing (NCCL's premultiplied sum), so
-// a float16 average of values whose sum passes 65504 stays finite, where
-// xcoll's AVG divides the sum (xcoll.h). Integers keep xcoll's AVG, the
-// truncated quotient of the sum, as NCCL computes it.
-bool premul(const c10d::ReduceOp& rop, const at::Tensor& t) {
-  return rop.op_ == c10d::ReduceOp::AVG && at::isFloatingType(t.scalar_type());
-}
-
 // The input of a premultiplied AVG: x divided in place where x is the
 // backend's own or is overwritten by the result anyway, else a new tensor.
 at::Tensor premultiplied(const Group& g, at::Tensor x, bool in_place) {
@@ -202,8 +203,8 @@ c10::intrusive_ptr<c10d::Work> allreduce(Group& g, std::vector<at::Tensor>& tens
                                          const c10d::AllreduceOptions& opts) {
   const at::Tensor& t = only_tensor(tensors, "all_reduce");
   const xcoll_dtype_t dt = reduce_dtype(t, "all_reduce");
-  const bool pre = premul(opts.reduceOp, t);
-  const xcoll_op_t op = pre ? XCOLL_SUM : reduce_op(opts.reduceOp, t, "all_reduce");
+  bool pre;
+  const xcoll_op_t op = reduce_op(opts.reduceOp, t, "all_reduce", &pre);
   at::Tensor buf = dense_out(t, true);
   if (pre)
     premultiplied(g, buf, true);
@@ -225,9 +226,8 @@ c10::intrusive_ptr<c10d::Work> allreduce_coalesced(Group& g, std::vector<at::Ten
                      tensors[0].scalar_type(), " and ", t.scalar_type());
   }
   const xcoll_dtype_t dt = reduce_dtype(tensors[0], "all_reduce_coalesced");
-  const bool pre = premul(opts.reduceOp, tensors[0]);
-  const xcoll_op_t op =
-      pre ? XCOLL_SUM : reduce_op(opts.reduceOp, tensors[0], "all_reduce_coalesced");
+  bool pre;
+  const xcoll_op_t op = reduce_op(opts.reduceOp, tensors[0], "all_reduce_coalesced", &pre);
   at::Tensor flat = flatten(tensors); // the backend's own
   if (pre)
     premultiplied(g, flat, true);
@@ -263,8 +263,8 @@ c10::intrusive_ptr<c10d::Work> reduce(Group& g, std::vector<at::Tensor>& tensors
   TORCH_CHECK_VALUE(opts.rootTensor == 0, XT_WHO "reduce: root tensor ", opts.rootTensor,
                     " of one");
   const xcoll_dtype_t dt = reduce_dtype(t, "reduce");
-  const bool pre = premul(opts.reduceOp, t);
-  const xcoll_op_t op = pre ? XCOLL_SUM : reduce_op(opts.reduceOp, t, "reduce");
+  bool pre;
+  const xcoll_op_t op = reduce_op(opts.reduceOp, t, "reduce", &pre);
   const int root = (int)opts.rootRank;
   const bool at_root = g.rank() == root;
   at::Tensor buf = dense_out(t, true);
@@ -384,8 +384,8 @@ c10::intrusive_ptr<c10d::Work> reduce_scatter(Group& g, std::vector<at::Tensor>&
   for (const auto& i : inputs[0])
     check_like(i, t, "reduce_scatter", "an input tensor");
   const xcoll_dtype_t dt = reduce_dtype(t, "reduce_scatter");
-  const bool pre = premul(opts.reduceOp, t);
-  const xcoll_op_t op = pre ? XCOLL_SUM : reduce_op(opts.reduceOp, t, "reduce_scatter");
+  bool pre;
+  const xcoll_op_t op = reduce_op(opts.reduceOp, t, "reduce_scatter", &pre);
   at::Tensor flat = flatten(inputs[0]); // the backend's own
   if (pre)
     premultiplied(g, flat, true);
@@ -403,9 +403,8 @@ c10::intrusive_ptr<c10d::Work> reduce_scatter_base(Group& g, at::Tensor& output,
                                                    const c10d::ReduceScatterOptions& opts) {
   check_blocks(g, input, "input", output, "output", "reduce_scatter_tensor");
   const xcoll_dtype_t dt = reduce_dtype(output, "reduce_scatter_tensor");
-  const bool pre = premul(opts.reduceOp, output);
-  const xcoll_op_t op =
-      pre ? XCOLL_SUM : reduce_op(opts.reduceOp, output, "reduce_scatter_tensor");
+  bool pre;
+  const xcoll_op_t op = reduce_op(opts.reduceOp, output, "reduce_scatter_tensor", &pre);
   at::Tensor in = dense_in(input);
   if (pre) // the input stays as it was
     in = premultiplied(g, in, false);
