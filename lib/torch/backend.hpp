@@ -68,9 +68,9 @@ class Group {
   ~Group();
   Group(const Group&) = delete;
   // Waits until every posted call has completed (each within the timeout),
-  // stops the completion thread and destroys the communicator; the
+  // stops the completion threads and destroys the communicator; the
   // destructor's work, for a caller that must first let go of a lock the
-  // completion thread may need (Python's, for a future's callbacks).
+  // completion threads may need (Python's, for a future's callbacks).
   // Idempotent.
   void shutdown();
   Group& operator=(const Group&) = delete;
@@ -85,7 +85,7 @@ class Group {
                                 std::vector<at::Tensor> keep = {});
 
   // Posts a nonblocking xcoll call for w (start posts it on this group's
-  // communicator); copy_back, if set, runs on the completion thread once
+  // communicator); copy_back, if set, runs on a completion thread once
   // the call succeeded. A call xcoll refuses throws here, with its reason.
   c10::intrusive_ptr<c10d::Work> post(const c10::intrusive_ptr<Work>& w,
                                       const std::function<xcoll_status_t(xcoll_comm_t,
