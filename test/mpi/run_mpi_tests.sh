@@ -45,6 +45,18 @@ failed_runs=
 
 now() { date +%s; }
 
+# pass WHAT, fail WHAT RUN: a report line, counted; RUN is how the closing
+# summary names the failed run
+pass() {
+    echo "run_mpi_tests: PASS $1"
+    passed=$((passed + 1))
+}
+fail() {
+    echo "run_mpi_tests: FAIL $1"
+    failed=$((failed + 1))
+    failed_runs="$failed_runs $2"
+}
+
 # run NAME NP [ARGS...]: one mpirun; its output goes to the terminal and
 # its stderr also to $logdir/NAME.NP.err for the checks that need it.
 run() {
@@ -58,9 +70,7 @@ run() {
     esac
     err=$logdir/$(basename "$name")$label.$np.err
     if [ ! -x "$bin" ]; then
-        echo "run_mpi_tests: $bin not found or not executable"
-        failed=$((failed + 1))
-        failed_runs="$failed_runs $name@$np"
+        fail "$bin: not found or not executable" "$name@$np"
         return 1
     fi
     start=$(now)
@@ -84,12 +94,9 @@ run() {
         echo "run_mpi_tests: SKIP $name$label -np $np $* (exit 77)"
         rc=0
     elif [ "$rc" -eq 0 ]; then
-        echo "run_mpi_tests: PASS $name$label -np $np $* (${elapsed} s)"
-        passed=$((passed + 1))
+        pass "$name$label -np $np $* (${elapsed} s)"
     else
-        echo "run_mpi_tests: FAIL $name$label -np $np $* (rc $rc, ${elapsed} s)"
-        failed=$((failed + 1))
-        failed_runs="$failed_runs $name$label@$np"
+        fail "$name$label -np $np $* (rc $rc, ${elapsed} s)" "$name$label@$np"
     fi
     return $rc
 }
@@ -110,13 +117,11 @@ run_timeout() {
     err=$logdir/test_timeout$label.$np.err
     if [ "$rc" -eq 0 ]; then
         if grep "timed out" "$err" | grep -q "rank $skipper\\b"; then
-            echo "run_mpi_tests: PASS test_timeout -np $np log names rank $skipper"
-            passed=$((passed + 1))
+            pass "test_timeout -np $np log names rank $skipper"
         else
-            echo "run_mpi_tests: FAIL test_timeout -np $np: no 'timed out ... rank $skipper' line in stderr:"
+            fail "test_timeout -np $np: no 'timed out ... rank $skipper' line in stderr:" \
+                "test_timeout-log@$np"
             head -n 20 "$err"
-            failed=$((failed + 1))
-            failed_runs="$failed_runs test_timeout-log@$np"
         fi
     fi
 }
@@ -176,19 +181,15 @@ shm_case() {
     rc=$?
     if [ "$rc" -eq 0 ] && grep -Eq "shared memory off: ($why)" "$err" &&
         ! grep -q "shared memory: 3 ranks" "$err"; then
-        echo "run_mpi_tests: PASS test_coll.$name -np 3: every rank fell back ($why)"
-        passed=$((passed + 1))
-        return
-    fi
-    if [ "$rc" -ne 0 ]; then
-        echo "run_mpi_tests: FAIL test_coll.$name -np 3 (rc $rc)"
+        pass "test_coll.$name -np 3: every rank fell back ($why)"
+    elif [ "$rc" -ne 0 ]; then
+        fail "test_coll.$name -np 3 (rc $rc)" "test_coll.$name@3"
         grep -m 20 "FAIL\|error" "$err"
     else
-        echo "run_mpi_tests: FAIL test_coll.$name -np 3: no 'shared memory off: ($why)' or a rank used it:"
+        fail "test_coll.$name -np 3: no 'shared memory off: ($why)' or a rank used it:" \
+            "test_coll.$name@3"
         grep "shared memory" "$err" | head -n 10
     fi
-    failed=$((failed + 1))
-    failed_runs="$failed_runs test_coll.$name@3"
 }
 # seccomp_case NAME NP WHAT GOOD BAD CMD...: CMD starts a rank under
 # deny_cma; passes when it exits 0 with GOOD in its stderr and not BAD
@@ -200,15 +201,12 @@ seccomp_case() {
     timeout "$TEST_TIMEOUT" "$@" > /dev/null 2> "$err"
     rc=$?
     if [ "$rc" -eq 0 ] && grep -q "$good" "$err" && { [ -z "$bad" ] || ! grep -q "$bad" "$err"; }; then
-        echo "run_mpi_tests: PASS $name -np $np: $what"
-        passed=$((passed + 1))
+        pass "$name -np $np: $what"
     elif [ "$rc" -eq 77 ] || grep -q "deny_cma: no seccomp" "$err"; then
         echo "run_mpi_tests: SKIP $name (no seccomp filters here)"
     else
-        echo "run_mpi_tests: FAIL $name -np $np (rc $rc):"
+        fail "$name -np $np (rc $rc):" "$name@$np"
         grep -m 20 "FAIL\|error\|warn\|single-copy\|CMA" "$err"
-        failed=$((failed + 1))
-        failed_runs="$failed_runs $name@$np"
     fi
 }
 if [ -x "$bindir/test_coll" ]; then
@@ -340,13 +338,10 @@ if [ "${XCOLL_TEST_SWEEP:-1}" = 1 ]; then
     # ran_algo COLL ALGO RUN WHERE: the info log of RUN says COLL ran ALGO
     ran_algo() {
         if grep -q "$1 seq [0-9]*: $2," "$logdir/test_coll.$3.err"; then
-            echo "run_mpi_tests: PASS $1 ran the $2 algorithm on $4"
-            passed=$((passed + 1))
+            pass "$1 ran the $2 algorithm on $4"
         else
-            echo "run_mpi_tests: FAIL $1: no '$1 seq N: $2,' line in the info log"
+            fail "$1: no '$1 seq N: $2,' line in the info log" "$3-$1"
             grep -m 5 "$1 seq" "$logdir/test_coll.$3.err"
-            failed=$((failed + 1))
-            failed_runs="$failed_runs $3-$1"
         fi
     }
     for c in allreduce bcast alltoall; do
@@ -366,13 +361,10 @@ fi
 log_has() {
     n=$(grep -c -- "$2" "$logdir/$1.err")
     if [ "$n" = "$3" ] || { [ "$3" = some ] && [ "$n" -gt 0 ]; }; then
-        echo "run_mpi_tests: PASS $4"
-        passed=$((passed + 1))
+        pass "$4"
     else
-        echo "run_mpi_tests: FAIL $4: $n lines match '$2' in the log of $1, not $3"
+        fail "$4: $n lines match '$2' in the log of $1, not $3" "$1"
         grep -m 5 -- "$2" "$logdir/$1.err"
-        failed=$((failed + 1))
-        failed_runs="$failed_runs $1"
     fi
 }
 unset UCX_TCP_TX_SEG_SIZE UCX_TCP_RX_SEG_SIZE
@@ -446,12 +438,10 @@ for np in 2 3; do
         [ "$got" = "$want" ] || bad="$bad rank $r: '$got';"
     done
     if [ "$rc" -eq 0 ] && [ -z "$bad" ]; then
-        echo "run_mpi_tests: PASS test_repeat.layouts -np $np: in place as laid out"
-        passed=$((passed + 1))
+        pass "test_repeat.layouts -np $np: in place as laid out"
     else
-        echo "run_mpi_tests: FAIL test_repeat.layouts -np $np (rc $rc): want '$want' on every rank;$bad"
-        failed=$((failed + 1))
-        failed_runs="$failed_runs test_repeat.layouts@$np"
+        fail "test_repeat.layouts -np $np (rc $rc): want '$want' on every rank;$bad" \
+            "test_repeat.layouts@$np"
     fi
 done
 # Point-to-point order where a message already waits as a receive is
