@@ -125,6 +125,10 @@ c10::intrusive_ptr<c10d::Work> allgather(Group& g, std::vector<std::vector<at::T
                                          const c10d::AllgatherOptions& opts);
 c10::intrusive_ptr<c10d::Work> allgather_base(Group& g, at::Tensor& output, at::Tensor& input,
                                               const c10d::AllgatherOptions& opts);
+c10::intrusive_ptr<c10d::Work> allgather_coalesced(Group& g,
+                                                   std::vector<std::vector<at::Tensor>>& outputs,
+                                                   std::vector<at::Tensor>& inputs,
+                                                   const c10d::AllgatherOptions& opts);
 c10::intrusive_ptr<c10d::Work> gather(Group& g, std::vector<std::vector<at::Tensor>>& outputs,
                                       std::vector<at::Tensor>& inputs,
                                       const c10d::GatherOptions& opts);

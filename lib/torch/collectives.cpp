@@ -315,6 +315,45 @@ c10::intrusive_ptr<c10d::Work> allgather_base(Group& g, at::Tensor& output, at::
   }, copy_into(output, out));
 }
 
+// all_gather_coalesced (deprecated in torch, kept by gloo): every rank's
+// list of tensors, in one allgather of the lists flattened; outputs[i]
+// gets rank i's list. torch checks that each list has one dtype; it does
+// not check shapes across ranks, and neither can this: only this rank's
+// own shapes are compared with its outputs.
+c10::intrusive_ptr<c10d::Work> allgather_coalesced(Group& g,
+                                                   std::vector<std::vector<at::Tensor>>& outputs,
+                                                   std::vector<at::Tensor>& inputs,
+                                                   const c10d::AllgatherOptions&) {
+  const char* what = "all_gather_coalesced";
+  TORCH_CHECK_VALUE(!inputs.empty(), XT_WHO, what, ": no input tensors");
+  TORCH_CHECK_VALUE((int)outputs.size() == g.size(), XT_WHO, what, ": ", outputs.size(),
+                    " output lists for a group of ", g.size());
+  std::vector<at::Tensor> all;
+  for (const auto& t : inputs) {
+    check_tensor(t, what);
+    TORCH_CHECK_TYPE(t.scalar_type() == inputs[0].scalar_type(), XT_WHO, what,
+                     ": input tensors of one dtype only, got ", inputs[0].scalar_type(), " and ",
+                     t.scalar_type());
+  }
+  for (const auto& list : outputs) {
+    TORCH_CHECK_VALUE(list.size() == inputs.size(), XT_WHO, what, ": an output list has ",
+                      list.size(), " tensors for ", inputs.size(), " inputs");
+    for (size_t j = 0; j < list.size(); j++) {
+      check_like(list[j], inputs[j], what, "an output tensor");
+      all.push_back(list[j]);
+    }
+  }
+  at::Tensor in = flatten(inputs);
+  at::Tensor flat = at::empty({(int64_t)g.size() * in.numel()}, in.options());
+  void *pin = mem(in), *pout = mem(flat);
+  const size_t n = nbytes(in);
+  auto w = g.work(c10d::OpType::ALLGATHER_COALESCED, "xcoll:all_gather_coalesced", all,
+                  {in, flat});
+  return g.post(w, [=](xcoll_comm_t c, xcoll_request_t* r) {
+    return xcoll_iallgather(pin, pout, n, XCOLL_UINT8, c, nullptr, r);
+  }, unflatten_into(all, flat));
+}
+
 c10::intrusive_ptr<c10d::Work> gather(Group& g, std::vector<std::vector<at::Tensor>>& outputs,
                                       std::vector<at::Tensor>& inputs,
                                       const c10d::GatherOptions& opts) {

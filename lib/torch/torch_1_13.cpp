@@ -61,6 +61,13 @@ class ProcessGroupXcoll : public c10d::ProcessGroup {
                                                  const c10d::AllgatherOptions& o) override {
     return xcoll_torch::allgather_base(group_, out, in, o);
   }
+  // deprecated in torch ("implement _allgather_base instead"), but gloo
+  // serves it, and programs written for gloo call it
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& out,
+                                                     std::vector<at::Tensor>& in,
+                                                     const c10d::AllgatherOptions& o) override {
+    return xcoll_torch::allgather_coalesced(group_, out, in, o);
+  }
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& out,
                                         std::vector<at::Tensor>& in,
                                         const c10d::GatherOptions& o) override {

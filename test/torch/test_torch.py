@@ -273,6 +273,25 @@ def test_all_gather(gloo):
     dist.all_gather_into_tensor(out, mine)
     check("all_gather_into_tensor in place",
           same(out, torch.cat([data(r, 10, torch.int32) for r in range(SIZE)])))
+    # all_gather_coalesced (deprecated, served by gloo): a list per rank, of
+    # tensors of different shapes (one 2-D, one empty, one non-contiguous
+    # output), outputs[r] gets rank r's list; the same through gloo
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation warning
+        for group in (None, gloo):
+            ins = [data(RANK, 6, torch.float64).view(2, 3), torch.zeros(0, dtype=torch.float64),
+                   data(RANK, 5, torch.float64, salt=1)]
+            outs = [[torch.zeros(2, 3, dtype=torch.float64), torch.zeros(0, dtype=torch.float64),
+                     noncontig(torch.zeros(5, dtype=torch.float64))[0]] for _ in range(SIZE)]
+            dist.all_gather_coalesced(outs, ins, group=group)
+            check("all_gather_coalesced%s" % (" (gloo)" if group else ""), all(
+                same(outs[r][0], data(r, 6, torch.float64).view(2, 3)) and
+                outs[r][1].numel() == 0 and same(outs[r][2], data(r, 5, torch.float64, salt=1))
+                for r in range(SIZE)))
+        raises("all_gather_coalesced wrong list length", ValueError, ["output list"],
+               lambda: dist.all_gather_coalesced(
+                   [[torch.zeros(3)], [torch.zeros(3), torch.zeros(1)]] +
+                   [[torch.zeros(3)]] * (SIZE - 2), [torch.zeros(3)]))
     raises("all_gather_into_tensor wrong size", ValueError, ["elements"],
            lambda: dist.all_gather_into_tensor(torch.zeros(SIZE * 3 + 1), torch.zeros(3)))
     raises("all_gather wrong list length", ValueError, ["output list"],
