@@ -84,6 +84,12 @@ class Group {
                                 std::vector<at::Tensor> outputs,
                                 std::vector<at::Tensor> keep = {});
 
+  // Runs one xcoll call to completion on the calling thread (a step that
+  // the next call of the same collective depends on); a failure throws,
+  // naming what.
+  void run(const char* what,
+           const std::function<xcoll_status_t(xcoll_comm_t, xcoll_request_t*)>& start);
+
   // Posts a nonblocking xcoll call for w (start posts it on this group's
   // communicator); copy_back, if set, runs on a completion thread once
   // the call succeeded. A call xcoll refuses throws here, with its reason.

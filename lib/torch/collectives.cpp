@@ -16,6 +16,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <memory>
+
 namespace xcoll_torch {
 namespace {
 
@@ -199,8 +202,102 @@ using Start = std::function<xcoll_status_t(xcoll_comm_t, xcoll_request_t*)>;
 
 }  // namespace
 
+// all_reduce of a sparse COO tensor (DDP's gradients of a sparse
+// embedding), as gloo does it: every rank's nonzeros gathered, then
+// summed where their indices meet. Two calls: a header per rank (its
+// shape, dtype, nonzero count) in one blocking allgather, which every rank
+// checks alike (so a mismatch throws on all of them, none waits), then
+// one allgatherv of each rank's indices and values packed side by side.
+// Every rank sums the same concatenation in the same order: identical
+// results. SUM only (gloo's rule: the others have no sparse meaning here).
+constexpr int64_t kSparseDims = 16; // dimensions the header holds
+c10::intrusive_ptr<c10d::Work> sparse_allreduce(Group& g, std::vector<at::Tensor>& tensors,
+                                                const c10d::AllreduceOptions& opts) {
+  const char* what = "all_reduce (sparse)";
+  at::Tensor t = tensors[0];
+  TORCH_CHECK_VALUE(opts.reduceOp.op_ == c10d::ReduceOp::SUM, XT_WHO, what, ": ReduceOp.",
+                    op_name(opts.reduceOp.op_),
+                    " is not supported on sparse tensors (ReduceOp.SUM is)");
+  at::Tensor in = t.coalesce();
+  const int64_t sdim = in.sparse_dim(), nnz = in._nnz();
+  at::Tensor idx = in._indices().t().contiguous(); // nnz x sdim: a rank's rows end to end
+  at::Tensor val = in._values().contiguous();      // nnz x the dense dims
+  int64_t row = val.element_size(); // bytes per nonzero: its indices, then its values
+  for (int64_t d = 1; d < val.dim(); d++)
+    row *= val.size(d);
+  row += sdim * 8;
+  // the header: dims, sparse dims, dtype, nonzeros, bytes per nonzero, sizes
+  std::vector<int64_t> mine(5 + kSparseDims, -1);
+  mine[0] = t.dim(), mine[1] = sdim, mine[2] = (int64_t)t.scalar_type(), mine[3] = nnz;
+  mine[4] = row;
+  for (int64_t d = 0; d < t.dim() && d < kSparseDims; d++)
+    mine[5 + d] = t.size(d);
+  const size_t hn = mine.size();
+  std::vector<int64_t> all(hn * g.size());
+  g.run(what, [&](xcoll_comm_t c, xcoll_request_t* r) {
+    return xcoll_iallgather(mine.data(), all.data(), hn, XCOLL_INT64, c, nullptr, r);
+  });
+  auto counts = std::make_shared<std::vector<size_t>>(g.size());
+  auto displs = std::make_shared<std::vector<size_t>>(g.size());
+  size_t total = 0;
+  for (int r = 0; r < g.size(); r++) {
+    const int64_t* h = &all[hn * r];
+    // the same on every rank, since every rank checks every header
+    TORCH_CHECK_VALUE(h[0] <= kSparseDims, XT_WHO, what, ": rank ", r, "'s tensor has ", h[0],
+                      " dimensions; at most ", kSparseDims);
+    TORCH_CHECK_VALUE(std::equal(h, h + 3, &all[0]) && h[4] == all[4] &&
+                          std::equal(h + 5, h + hn, &all[5]),
+                      XT_WHO, what, ": rank ", r, "'s tensor differs from rank 0's in shape, "
+                      "sparse dimensions or dtype");
+    (*counts)[r] = (size_t)(h[3] * h[4]);
+    (*displs)[r] = total;
+    total += (*counts)[r];
+  }
+  // checked after the headers, so that every rank refuses it alike
+  TORCH_CHECK_TYPE(at::isFloatingType(t.scalar_type()) ||
+                       (at::isIntegralType(t.scalar_type(), false) &&
+                        t.scalar_type() != at::kBool),
+                   XT_WHO, what, ": ", t.scalar_type(), " tensors are not supported; integer "
+                   "and floating ones are");
+  at::Tensor packed = at::empty({(int64_t)(nnz * row)}, at::kByte);
+  if (nnz > 0) {
+    packed.narrow(0, 0, nnz * sdim * 8).copy_(idx.view(-1).view(at::kByte));
+    packed.narrow(0, nnz * sdim * 8, nnz * (row - sdim * 8)).copy_(val.view(-1).view(at::kByte));
+  }
+  at::Tensor gathered = at::empty({(int64_t)total}, at::kByte);
+  void *pin = mem(packed), *pout = mem(gathered);
+  const size_t n = nbytes(packed);
+  auto w = g.work(c10d::OpType::ALLREDUCE, "xcoll:all_reduce", tensors, {packed, gathered});
+  std::vector<int64_t> nnzs;
+  for (int r = 0; r < g.size(); r++)
+    nnzs.push_back(all[hn * r + 3]);
+  return g.post(w, [=](xcoll_comm_t c, xcoll_request_t* r) {
+    return xcoll_iallgatherv(pin, n, pout, counts->data(), displs->data(), XCOLL_UINT8, c,
+                             nullptr, r);
+  }, [t, gathered, nnzs, counts, displs, sdim, row, val]() mutable {
+    std::vector<at::Tensor> idxs, vals;
+    for (size_t r = 0; r < nnzs.size(); r++) {
+      const int64_t k = nnzs[r], off = (int64_t)(*displs)[r];
+      // a rank's piece starts at any byte: copied out before it is seen
+      // as wider elements, which must be aligned
+      idxs.push_back(
+          gathered.narrow(0, off, k * sdim * 8).clone().view(at::kLong).view({k, sdim}));
+      std::vector<int64_t> shape = val.sizes().vec();
+      shape[0] = k;
+      vals.push_back(gathered.narrow(0, off + k * sdim * 8, k * (row - sdim * 8))
+                         .clone().view(val.scalar_type()).view(shape));
+    }
+    at::Tensor sum = at::sparse_coo_tensor(at::cat(idxs).t(), at::cat(vals), t.sizes(),
+                                           t.options()).coalesce();
+    t.copy_(sum);
+  });
+}
+
 c10::intrusive_ptr<c10d::Work> allreduce(Group& g, std::vector<at::Tensor>& tensors,
                                          const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].defined() && tensors[0].device().is_cpu() &&
+      tensors[0].layout() == at::kSparse)
+    return sparse_allreduce(g, tensors, opts);
   const at::Tensor& t = only_tensor(tensors, "all_reduce");
   const xcoll_dtype_t dt = reduce_dtype(t, "all_reduce");
   bool pre;

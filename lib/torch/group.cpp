@@ -159,6 +159,16 @@ c10::intrusive_ptr<Work> Group::work(c10d::OpType type, const char* title,
   return w;
 }
 
+void Group::run(const char* what,
+                const std::function<xcoll_status_t(xcoll_comm_t, xcoll_request_t*)>& start) {
+  xcoll_request_t r = nullptr;
+  xcoll_status_t st = start(comm_, &r);
+  if (st == XCOLL_OK)
+    st = xcoll_wait(&r);
+  TORCH_CHECK(st == XCOLL_OK, "xcoll backend: ", what, ": ", xcoll_strerror(st),
+              " (xcoll's log above, on stderr, says why)");
+}
+
 c10::intrusive_ptr<c10d::Work> Group::post(
     const c10::intrusive_ptr<Work>& w,
     const std::function<xcoll_status_t(xcoll_comm_t, xcoll_request_t*)>& start,

@@ -104,6 +104,7 @@ for np in 1 2 3 4; do
 done
 mpi 2 "$tests/test_ddp.py" --bucket-mb 25
 mpi 3 "$tests/test_ddp.py" --hook powersgd
+mpi 3 "$tests/test_ddp.py" --sparse
 for ex in all_reduce.py all_gather.py all_to_all.py; do
     mpi 4 "$examples/$ex"
 done

@@ -13,7 +13,11 @@ With --hook powersgd both models use torch's PowerSGD comm hook, whose
 future callbacks run all_reduces and wait for them (a backend that
 completes futures on one thread deadlocks there).
 
-Usage: test_ddp.py [--bucket-mb MB] [--hook none|powersgd]
+With --sparse the model starts with a sparse embedding (nn.Embedding with
+sparse=True): its gradients are sparse tensors, which DDP all_reduces as
+such (SGD without momentum: it updates only the rows that were looked up).
+
+Usage: test_ddp.py [--bucket-mb MB] [--hook none|powersgd] [--sparse]
 (run by run_torch_tests.sh under mpirun)
 """
 import argparse
@@ -33,6 +37,17 @@ import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 
+class Bag(torch.nn.Module):
+    """The mean of the embeddings of a sample's indices."""
+
+    def __init__(self, emb):
+        super().__init__()
+        self.emb = emb
+
+    def forward(self, idx):
+        return self.emb(idx).mean(dim=1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bucket-mb", type=float, default=0.01,
@@ -40,6 +55,8 @@ def main():
     ap.add_argument("--hook", choices=("none", "powersgd"), default="none",
                     help="powersgd: torch's PowerSGD comm hook on both models, whose "
                     "callbacks wait for all_reduces of their own")
+    ap.add_argument("--sparse", action="store_true",
+                    help="a sparse embedding first: sparse gradients")
     args = ap.parse_args()
     dist.init_process_group("xcoll", rank=RANK, world_size=SIZE,
                             timeout=datetime.timedelta(seconds=120))
@@ -48,6 +65,10 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
                                 torch.nn.Linear(64, 64), torch.nn.Tanh(),
                                 torch.nn.Linear(64, 4))
+    if args.sparse:
+        # 8 looked-up rows per sample, averaged: rows that ranks share and
+        # rows only one rank touches
+        model = torch.nn.Sequential(Bag(torch.nn.Embedding(50, 32, sparse=True)), model)
     mx = DDP(copy.deepcopy(model), bucket_cap_mb=args.bucket_mb)
     mg = DDP(copy.deepcopy(model), process_group=gloo, bucket_cap_mb=args.bucket_mb)
     if args.hook == "powersgd":
@@ -59,8 +80,9 @@ def main():
                                                     matrix_approximation_rank=1,
                                                     start_powerSGD_iter=2),
                                  psgd.powerSGD_hook)
-    ox = torch.optim.SGD(mx.parameters(), lr=0.05, momentum=0.9)
-    og = torch.optim.SGD(mg.parameters(), lr=0.05, momentum=0.9)
+    momentum = 0.0 if args.sparse else 0.9
+    ox = torch.optim.SGD(mx.parameters(), lr=0.05, momentum=momentum)
+    og = torch.optim.SGD(mg.parameters(), lr=0.05, momentum=momentum)
     fails = 0
     # after construction both hold rank 0's parameters
     r0 = [p.detach().clone() for p in mx.parameters()]
@@ -72,7 +94,8 @@ def main():
         fails += 1
     for step in range(20):
         g = torch.Generator().manual_seed(step * 100 + RANK)
-        x = torch.randn(16, 32, generator=g)
+        x = torch.randint(0, 50, (16, 8), generator=g) if args.sparse else \
+            torch.randn(16, 32, generator=g)
         y = torch.randn(16, 4, generator=g)
         for m, o in ((mx, ox), (mg, og)):
             o.zero_grad()
@@ -96,8 +119,9 @@ def main():
     total = torch.tensor([fails])
     dist.all_reduce(total, group=gloo)
     if RANK == 0:
-        print("test_ddp: %d ranks, bucket %.3g MB, 20 steps: %s (max |xcoll - gloo| %g)" %
-              (SIZE, args.bucket_mb, "ok" if int(total) == 0 else "%d failures" % int(total),
+        print("test_ddp: %d ranks, bucket %.3g MB%s, 20 steps: %s (max |xcoll - gloo| %g)" %
+              (SIZE, args.bucket_mb, ", sparse" if args.sparse else "",
+               "ok" if int(total) == 0 else "%d failures" % int(total),
                float((px - pg).abs().max())), flush=True)
     dist.destroy_process_group()
     sys.exit(1 if int(total) else 0)

@@ -232,6 +232,50 @@ def test_reduce():
                       "(non-root tensors are left as they were)" if RANK != root else "")
 
 
+def sparse_input(r, sparse_dim, dtype):
+    """Rank r's sparse COO tensor of shape (6, 4), sparse in its first
+    sparse_dim dimensions: nonzeros where ranks overlap and where they do
+    not, listed twice on one rank (uncoalesced), none at all on rank 1."""
+    if r == 1:
+        idx = torch.zeros((sparse_dim, 0), dtype=torch.int64)
+    else:
+        rows = torch.tensor([r % 6, (r + 2) % 6, 5, 5])
+        idx = rows.view(1, -1) if sparse_dim == 1 else torch.stack([rows, rows % 4])
+    k = idx.shape[1]
+    shape = (k,) if sparse_dim == 2 else (k, 4)
+    vals = (torch.arange(k * (1 if sparse_dim == 2 else 4)).view(shape) + r + 1).to(dtype)
+    return torch.sparse_coo_tensor(idx, vals, (6, 4))
+
+
+def test_sparse(gloo):
+    """all_reduce of sparse tensors sums them (DDP's sparse gradients); torch
+    documents no other op for them, gloo serves SUM only."""
+    for sparse_dim in (1, 2):
+        for dtype in (torch.float32, torch.int64, torch.float64):
+            t = sparse_input(RANK, sparse_dim, dtype)
+            want = sum(sparse_input(r, sparse_dim, dtype).to_dense() for r in range(SIZE))
+            dist.all_reduce(t)
+            check("sparse all_reduce sdim=%d %s" % (sparse_dim, dtype),
+                  t.is_sparse and same(t.to_dense(), want))
+            if dtype == torch.float32:
+                g = sparse_input(RANK, sparse_dim, dtype)
+                dist.all_reduce(g, group=gloo)
+                check("sparse all_reduce sdim=%d vs gloo" % sparse_dim,
+                      same(t.to_dense(), g.to_dense()))
+    w = dist.all_reduce(sparse_input(RANK, 1, torch.float32), async_op=True)
+    w.wait()
+    check("sparse all_reduce async", same(w.result()[0].to_dense(), sum(
+        sparse_input(r, 1, torch.float32).to_dense() for r in range(SIZE))))
+    raises("sparse all_reduce MAX", ValueError, ["sparse", "ReduceOp.SUM"],
+           lambda: dist.all_reduce(sparse_input(RANK, 1, torch.float32), op=dist.ReduceOp.MAX))
+    # one rank's shape differs: every rank refuses it, none waits
+    bad = torch.sparse_coo_tensor(torch.zeros((1, 0), dtype=torch.int64), torch.zeros(0, 4),
+                                  (7 if RANK == SIZE - 1 else 6, 4))
+    if SIZE > 1:
+        raises("sparse all_reduce shapes differ", ValueError, ["differs from rank 0"],
+               lambda: dist.all_reduce(bad))
+
+
 def test_all_gather(gloo):
     for dtype in (torch.int32, torch.bool, torch.float16):
         for n in SIZES:
@@ -544,8 +588,8 @@ def test_refusals():
            lambda: dist.all_reduce(torch.zeros(3), op=dist.ReduceOp.BAND))
     raises("AVG on bool", ValueError, ["AVG"],
            lambda: dist.all_reduce(torch.zeros(3, dtype=torch.bool), op=dist.ReduceOp.AVG))
-    raises("sparse tensor", ValueError, ["dense"],
-           lambda: dist.all_reduce(torch.zeros(3).to_sparse()))
+    raises("sparse tensor but in all_reduce", ValueError, ["dense"],
+           lambda: dist.broadcast(torch.zeros(3).to_sparse(), 0))
     # the group still works after refusals (nothing was posted)
     t = torch.ones(2)
     dist.all_reduce(t)
@@ -581,6 +625,7 @@ def main():
     for test in (lambda: test_all_reduce(gloo), test_coalesced, lambda: test_broadcast(gloo),
                  test_reduce, lambda: test_all_gather(gloo), test_reduce_scatter,
                  lambda: test_all_to_all(gloo), test_gather_scatter, test_send_recv, test_async,
+                 lambda: test_sparse(gloo),
                  test_subgroups, test_destroy_with_callback, test_refusals, test_timeout):
         test()
         dist.barrier()
