@@ -219,6 +219,19 @@ static const char *data_bytes(xcmpi_call_t *call, MPI_Datatype dtype, int count,
     return NULL;
 }
 
+/* A call that moves no bytes goes to MPI, which returns at once (Open MPI
+ * and MPICH check the arguments and leave); through xcoll it would cost a
+ * round of messages. Every rank sees the same zero: the counts and type
+ * signatures that decide it must match across ranks. */
+static const char *const no_data = "moves no data (MPI returns at once)";
+
+/* data_bytes, for a side that every rank's must match: none is no_data. */
+static const char *moved_bytes(xcmpi_call_t *call, MPI_Datatype dtype, int count, size_t *bytes)
+{
+    const char *why = data_bytes(call, dtype, count, bytes);
+    return why == NULL && *bytes == 0 ? no_data : why;
+}
+
 /* Records one side of the call: count elements of dtype at buf. How it is
  * described to xcoll (an address, or a layout) is this rank's own affair
  * and waits for xcmpi_start: never a reason to pass the call back. */
@@ -284,6 +297,8 @@ static const char *reduce_args(xcmpi_call_t *call, MPI_Datatype dtype, int count
                "(user op, MINLOC/MAXLOC, logical op or invalid)";
     if (count < 0)
         return bad_count;
+    if (count == 0)
+        return no_data;
     if ((tm = xcmpi_typemap_get(dtype)) == NULL)
         return no_map(call, dtype);
     d = tm->xdtype;
@@ -329,7 +344,7 @@ const char *xcmpi_plan_bcast(xcmpi_call_t *call, void *buf, int count, MPI_Datat
     call->args.root = root;
     if (root < 0 || root >= size)
         return bad_root;
-    if ((why = data_bytes(call, dtype, count, &call->args.count)) != NULL)
+    if ((why = moved_bytes(call, dtype, count, &call->args.count)) != NULL)
         return why;
     return side(call, &call->recv, buf, (size_t)count, dtype, 0);
 }
@@ -365,7 +380,7 @@ static const char *matching_bytes(xcmpi_call_t *call, const void *sbuf, int scou
 {
     const char *why;
     size_t sbytes;
-    if ((why = data_bytes(call, rdtype, rcount, bytes)) != NULL)
+    if ((why = moved_bytes(call, rdtype, rcount, bytes)) != NULL)
         return why;
     if (sbuf == MPI_IN_PLACE)
         return NULL;
@@ -469,7 +484,7 @@ const char *xcmpi_plan_gather(xcmpi_call_t *call, const void *sbuf, int scount, 
     }
     if (sbuf == MPI_IN_PLACE)
         return bad_in_place;
-    if ((why = data_bytes(call, sdtype, scount, &call->args.count)) != NULL)
+    if ((why = moved_bytes(call, sdtype, scount, &call->args.count)) != NULL)
         return why;
     return side(call, &call->send, sbuf, (size_t)scount, sdtype, 1);
 }
@@ -488,13 +503,13 @@ const char *xcmpi_plan_scatter(xcmpi_call_t *call, const void *sbuf, int scount,
     if (rank != root) {
         if (rbuf == MPI_IN_PLACE)
             return bad_in_place;
-        if ((why = data_bytes(call, rdtype, rcount, &call->args.count)) != NULL)
+        if ((why = moved_bytes(call, rdtype, rcount, &call->args.count)) != NULL)
             return why;
         return side(call, &call->recv, rbuf, (size_t)rcount, rdtype, 0);
     }
     /* the send side is significant only at the root; in place there, the
      * receive side is not */
-    if ((why = data_bytes(call, sdtype, scount, &call->args.count)) != NULL)
+    if ((why = moved_bytes(call, sdtype, scount, &call->args.count)) != NULL)
         return why;
     if (rbuf != MPI_IN_PLACE) {
         if ((why = data_bytes(call, rdtype, rcount, &rbytes)) != NULL)

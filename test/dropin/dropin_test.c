@@ -489,6 +489,46 @@ static void test_passed_back(const comm_t *c)
     report(label, fnv(FNV_START, out, sizeof(out)));
 }
 
+/* Calls that move no data (count 0, or a type of size 0): legal, nothing
+ * written anywhere. The receive side of a gather or scatter is not
+ * significant away from the root, so it says 5 there: whatever a rank's
+ * insignificant arguments, every rank must choose as the others do. */
+static void test_zero(const comm_t *c)
+{
+    char label[128];
+    int buf[8], i, rcounts[64] = {0};
+    MPI_Datatype empty;
+    MPI_Request req[2];
+    const int root = c->size - 1, at_root = c->rank == root;
+    uint64_t h;
+    for (i = 0; i < 8; i++)
+        buf[i] = 1000 + c->rank * 10 + i;
+    MPI_Type_contiguous(0, MPI_INT, &empty);
+    MPI_Type_commit(&empty);
+    check(MPI_Allreduce(buf, buf + 4, 0, MPI_INT, MPI_SUM, c->comm), "MPI_Allreduce");
+    check(MPI_Bcast(buf, 0, MPI_INT, root, c->comm), "MPI_Bcast");
+    check(MPI_Bcast(buf, 3, empty, root, c->comm), "MPI_Bcast");
+    check(MPI_Allgather(buf, 0, MPI_INT, buf + 4, 0, MPI_INT, c->comm), "MPI_Allgather");
+    check(MPI_Reduce_scatter_block(buf, buf + 4, 0, MPI_INT, MPI_SUM, c->comm),
+          "MPI_Reduce_scatter_block");
+    check(MPI_Reduce_scatter(buf, buf + 4, rcounts, MPI_INT, MPI_SUM, c->comm),
+          "MPI_Reduce_scatter");
+    check(MPI_Alltoall(buf, 0, MPI_INT, buf + 4, 0, MPI_INT, c->comm), "MPI_Alltoall");
+    check(MPI_Gather(buf, 0, MPI_INT, at_root ? buf + 4 : NULL, at_root ? 0 : 5, MPI_INT, root,
+                     c->comm), "MPI_Gather");
+    check(MPI_Scatter(at_root ? buf : NULL, at_root ? 0 : 5, MPI_INT, buf + 4, 0, MPI_INT, root,
+                      c->comm), "MPI_Scatter");
+    check(MPI_Iallreduce(MPI_IN_PLACE, buf, 0, MPI_INT, MPI_MAX, c->comm, &req[0]),
+          "MPI_Iallreduce");
+    check(MPI_Ibcast(buf + 4, 0, MPI_INT, 0, c->comm, &req[1]), "MPI_Ibcast");
+    check(MPI_Wait(&req[1], MPI_STATUS_IGNORE), "MPI_Wait");
+    check(MPI_Wait(&req[0], MPI_STATUS_IGNORE), "MPI_Wait");
+    MPI_Type_free(&empty);
+    h = fnv(FNV_START, buf, sizeof(buf));
+    snprintf(label, sizeof(label), "%s zero-byte calls leave buffers alone", c->name);
+    report(label, h);
+}
+
 static void test_nonblocking(const comm_t *c)
 {
     char label[128];
@@ -782,6 +822,7 @@ static void run_all(const comm_t *c, MPI_Datatype vec)
     test_alltoall(c);
     test_gather_scatter(c, vec);
     test_passed_back(c);
+    test_zero(c);
     test_nonblocking(c);
     test_nonblocking_mixed(c, vec);
     test_nonblocking_cross(c);
