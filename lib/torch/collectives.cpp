@@ -200,8 +200,6 @@ at::Tensor premultiplied(const Group& g, at::Tensor x, bool in_place) {
 
 using Start = std::function<xcoll_status_t(xcoll_comm_t, xcoll_request_t*)>;
 
-}  // namespace
-
 // all_reduce of a sparse COO tensor (DDP's gradients of a sparse
 // embedding), as gloo does it: every rank's nonzeros gathered, then
 // summed where their indices meet. Two calls: a header per rank (its
@@ -292,6 +290,8 @@ c10::intrusive_ptr<c10d::Work> sparse_allreduce(Group& g, std::vector<at::Tensor
     t.copy_(sum);
   });
 }
+
+}  // namespace
 
 c10::intrusive_ptr<c10d::Work> allreduce(Group& g, std::vector<at::Tensor>& tensors,
                                          const c10d::AllreduceOptions& opts) {
