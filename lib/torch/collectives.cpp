@@ -266,16 +266,13 @@ c10::intrusive_ptr<c10d::Work> sparse_allreduce(Group& g, std::vector<at::Tensor
   void *pin = mem(packed), *pout = mem(gathered);
   const size_t n = nbytes(packed);
   auto w = g.work(c10d::OpType::ALLREDUCE, "xcoll:all_reduce", tensors, {packed, gathered});
-  std::vector<int64_t> nnzs;
-  for (int r = 0; r < g.size(); r++)
-    nnzs.push_back(all[hn * r + 3]);
   return g.post(w, [=](xcoll_comm_t c, xcoll_request_t* r) {
     return xcoll_iallgatherv(pin, n, pout, counts->data(), displs->data(), XCOLL_UINT8, c,
                              nullptr, r);
-  }, [t, gathered, nnzs, counts, displs, sdim, row, val]() mutable {
+  }, [t, gathered, counts, displs, sdim, row, val]() mutable {
     std::vector<at::Tensor> idxs, vals;
-    for (size_t r = 0; r < nnzs.size(); r++) {
-      const int64_t k = nnzs[r], off = (int64_t)(*displs)[r];
+    for (size_t r = 0; r < counts->size(); r++) {
+      const int64_t k = (int64_t)(*counts)[r] / row, off = (int64_t)(*displs)[r];
       // a rank's piece starts at any byte: copied out before it is seen
       // as wider elements, which must be aligned
       idxs.push_back(
